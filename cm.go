@@ -1,0 +1,267 @@
+package wq
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gowq/wq/internal/sched"
+)
+
+// Concurrency management.
+//
+// The kernel learns that a worker blocks from the scheduler itself
+// (wq_worker_sleeping/wq_worker_running) and measures CPU hogs at each tick
+// (wq_worker_tick). User space has neither hook, so gowq samples: while any
+// worker of a per-CPU pool executes an item, the CM monitor wakes every
+// cmTick (1 ms) and, for each busy worker,
+//   - reads the thread's run state from /proc/self/task/<tid>/stat: a
+//     worker in S or D state is sleeping, stops counting in nr_running,
+//     and if work is pending the pool wakes another worker (a CM wake-up,
+//     counted as CMW); when it is seen running again it counts again;
+//   - reads the thread's CPU clock: past cpu_intensive_thresh of CPU time
+//     since the item started or last slept, the worker is marked
+//     CPU-intensive (counted as CPUitsv) and stops counting.
+// So the pool starts the next pending item within about one tick (plus
+// scheduling delay of the monitor) of a worker blocking, instead of at once
+// as in the kernel. The cost is a timer wake-up per ms and a 2-5 us read per
+// busy worker per tick, only while items run.
+
+var cmMon struct {
+	mu      sync.Mutex
+	pools   map[*pool]struct{} // guarded by mu
+	stop    chan struct{}      // guarded by mu: nil when no monitor runs
+	done    chan struct{}      // guarded by mu
+	wake    chan struct{}      // buffered(1): an idle monitor waits here
+	idle    atomic.Bool        // the monitor waits on wake
+	running sync.WaitGroup
+}
+
+func init() { cmMon.wake = make(chan struct{}, 1) }
+
+func cmRegister(p *pool) {
+	m := &cmMon
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.pools == nil {
+		m.pools = make(map[*pool]struct{})
+	}
+	m.pools[p] = struct{}{}
+	if m.stop == nil {
+		m.stop, m.done = make(chan struct{}), make(chan struct{})
+		go cmMonitor(m.stop, m.done)
+	}
+}
+
+func cmUnregister(p *pool) {
+	m := &cmMon
+	m.mu.Lock()
+	delete(m.pools, p)
+	if len(m.pools) > 0 || m.stop == nil {
+		m.mu.Unlock()
+		return
+	}
+	stop, done := m.stop, m.done
+	m.stop, m.done = nil, nil
+	m.mu.Unlock()
+	close(stop)
+	<-done
+}
+
+// cmNotifyBusy is called when a per-CPU pool's worker starts an item; it
+// wakes the monitor if it is idle. One atomic load on the hot path.
+func cmNotifyBusy() {
+	if cmMon.idle.Load() {
+		select {
+		case cmMon.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func cmMonitor(stop, done chan struct{}) {
+	defer close(done)
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	var snap []*pool
+	var refs []cmRef
+	stats := map[int]*statEntry{}
+	var tick uint64
+	defer func() {
+		for _, e := range stats {
+			_ = e.r.Close()
+		}
+	}()
+	for {
+		cmMon.mu.Lock()
+		snap = snap[:0]
+		busy := false
+		for p := range cmMon.pools {
+			snap = append(snap, p)
+			if p.busy.Load() > 0 {
+				busy = true
+			}
+		}
+		cmMon.mu.Unlock()
+		if !busy {
+			cmMon.idle.Store(true)
+			// Re-check after publishing idle, so a start in between is seen.
+			for _, p := range snap {
+				if p.busy.Load() > 0 {
+					busy = true
+				}
+			}
+			if !busy {
+				select {
+				case <-stop:
+					cmMon.idle.Store(false)
+					return
+				case <-cmMon.wake:
+				}
+			}
+			cmMon.idle.Store(false)
+		}
+		t.Reset(time.Duration(cmTick.Load()))
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		now := nanotime()
+		tick++
+		for _, p := range snap {
+			if p.busy.Load() > 0 {
+				refs = p.cmSample(now, refs[:0], stats, tick)
+			}
+		}
+		if tick%1024 == 0 {
+			for tid, e := range stats {
+				if tick-e.used > 1024 {
+					_ = e.r.Close()
+					delete(stats, tid)
+				}
+			}
+		}
+	}
+}
+
+// statEntry is an open stat file of a worker thread, owned by the monitor.
+type statEntry struct {
+	r    *sched.StatReader
+	used uint64 // tick of last use
+}
+
+type cmRef struct {
+	wk       *worker
+	gen      uint64
+	state    byte
+	cpuNs    int64
+	haveCPU  bool
+	pending  bool
+	sleeping bool
+	longRun  bool
+}
+
+// cmSample samples p's busy workers and applies the CM transitions.
+func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick uint64) []cmRef {
+	thresh := cpuIntensiveThresh.Load()
+	p.mu.Lock()
+	pending := !p.worklist.empty()
+	for _, wk := range p.workers {
+		if wk.current == nil || wk.tid == 0 {
+			continue
+		}
+		refs = append(refs, cmRef{wk: wk, gen: wk.gen, pending: pending, sleeping: wk.sleeping,
+			longRun: thresh > 0 && !wk.cpuIntensive && now-wk.currentAt >= thresh})
+	}
+	p.mu.Unlock()
+	// System calls without the pool lock.
+	for i := range refs {
+		r := &refs[i]
+		wk := r.wk
+		if r.pending || r.sleeping || r.longRun {
+			e := stats[wk.tid]
+			if e == nil {
+				sr, err := sched.OpenStat(wk.tid)
+				if err != nil {
+					continue
+				}
+				e = &statEntry{r: sr}
+				stats[wk.tid] = e
+			}
+			e.used = tick
+			st, err := e.r.State()
+			if err != nil {
+				_ = e.r.Close()
+				delete(stats, wk.tid)
+				continue
+			}
+			r.state = st
+		}
+		if wk.seenAt != r.gen || r.longRun || (r.sleeping && !sched.Sleeping(r.state)) {
+			if c, err := sched.ThreadCPUTime(wk.tid); err == nil {
+				r.cpuNs, r.haveCPU = c, true
+			}
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := range refs {
+		r := &refs[i]
+		wk := r.wk
+		if wk.current == nil || wk.gen != r.gen {
+			continue
+		}
+		if wk.seenAt != r.gen && r.haveCPU {
+			// First sight of this item: start its CPU window here. The
+			// item has run at most one tick before this.
+			wk.seenAt = r.gen
+			wk.cpuAt = r.cpuNs - min(now-wk.currentAt, int64(time.Duration(cmTick.Load())))
+		}
+		pq := wk.currentPwq
+		switch {
+		case r.state != 0 && sched.Sleeping(r.state) && !wk.sleeping:
+			wk.sleeping = true
+			if wk.counted {
+				wk.counted = false
+				p.nrRunning--
+				if p.needMoreWorker() {
+					pq.stats.cmWakeups.Add(1)
+					p.wakeOrCreate()
+				}
+			}
+		case r.state != 0 && !sched.Sleeping(r.state) && wk.sleeping:
+			wk.sleeping = false
+			if r.haveCPU {
+				wk.cpuAt = r.cpuNs
+			}
+			if !wk.counted && !wk.cpuIntensive && wk.rescuer == nil {
+				wk.counted = true
+				p.nrRunning++
+			}
+		}
+		if r.longRun && r.haveCPU && !wk.sleeping && !wk.cpuIntensive && r.cpuNs-wk.cpuAt >= thresh {
+			wk.cpuIntensive = true
+			pq.stats.cpuIntensive.Add(1)
+			if wk.counted {
+				wk.counted = false
+				p.nrRunning--
+			}
+			p.wakeOrCreate()
+		}
+	}
+	return refs
+}
+
+// wakeOrCreate wakes an idle worker, or creates one, when the pool needs
+// more workers. Called with mu held.
+func (p *pool) wakeOrCreate() {
+	if !p.needMoreWorker() {
+		return
+	}
+	if n := len(p.idle); n > 0 {
+		p.idle[n-1].parker.Unpark()
+		return
+	}
+	p.createWorker()
+}

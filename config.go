@@ -1,0 +1,208 @@
+package wq
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/gowq/wq/internal/sched"
+	"github.com/gowq/wq/internal/topology"
+)
+
+// Policy is the worker class of a workqueue, its runtime attribute
+// "policy" (seed 001's switch).
+type Policy int
+
+const (
+	// PolicyNormal: SCHED_OTHER at nice 0, the kernel's normal pools.
+	PolicyNormal Policy = iota
+	// PolicyHighPri: the high-priority class; nice -20, or SCHED_FIFO-low
+	// when SetHighPriPolicy(PolicyFIFO) was called.
+	PolicyHighPri
+	// PolicyFIFO: SCHED_FIFO at the RT priority (SetRTPriority, 1 by
+	// default), the RT class.
+	PolicyFIFO
+)
+
+// String returns "normal", "highpri" or "fifo".
+func (p Policy) String() string {
+	switch p {
+	case PolicyNormal:
+		return "normal"
+	case PolicyHighPri:
+		return "highpri"
+	case PolicyFIFO:
+		return "fifo"
+	}
+	return fmt.Sprintf("Policy(%d)", int(p))
+}
+
+// ParsePolicy parses "normal", "highpri" or "fifo"; ErrInvalidArgument
+// otherwise.
+func ParsePolicy(s string) (Policy, error) {
+	switch strings.TrimSpace(s) {
+	case "normal":
+		return PolicyNormal, nil
+	case "highpri":
+		return PolicyHighPri, nil
+	case "fifo":
+		return PolicyFIFO, nil
+	}
+	return 0, fmt.Errorf("%w: policy %q (want normal, highpri or fifo)", ErrInvalidArgument, s)
+}
+
+// Process-wide settings. atomic.
+var (
+	cpuIntensiveThresh atomic.Int64 // ns; 0 disables detection
+	idleTimeout        atomic.Int64 // ns
+	rtPriority         atomic.Int32 // 1..99
+	highPriFIFO        atomic.Bool  // HighPri class runs SCHED_FIFO instead of nice -20
+	powerEfficient     atomic.Bool
+	dfltScope          atomic.Int32
+	cmTick             atomic.Int64 // ns between CM monitor samples
+)
+
+func init() {
+	cpuIntensiveThresh.Store(int64(10 * time.Millisecond))
+	idleTimeout.Store(int64(300 * time.Second))
+	rtPriority.Store(1)
+	dfltScope.Store(int32(topology.ScopeCache))
+	cmTick.Store(int64(time.Millisecond))
+}
+
+// SetCPUIntensiveThresh sets how long (CPU time) an item on a per-CPU
+// queue may run without sleeping before it is marked CPU-intensive and
+// stops holding back its pool; 0 disables the detection. Default 10 ms.
+// Mirrors the workqueue.cpu_intensive_thresh_us parameter. Negative values
+// return ErrInvalidArgument.
+func SetCPUIntensiveThresh(d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("%w: cpu_intensive_thresh %v", ErrInvalidArgument, d)
+	}
+	cpuIntensiveThresh.Store(int64(d))
+	return nil
+}
+
+// CPUIntensiveThresh returns the current threshold.
+func CPUIntensiveThresh() time.Duration { return time.Duration(cpuIntensiveThresh.Load()) }
+
+// SetIdleTimeout sets how long a surplus idle worker lives before it is
+// reaped (default 300 s; at least two idle workers per pool stay). d must
+// be positive, else ErrInvalidArgument. Mirrors IDLE_WORKER_TIMEOUT.
+func SetIdleTimeout(d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("%w: idle timeout %v", ErrInvalidArgument, d)
+	}
+	idleTimeout.Store(int64(d))
+	return nil
+}
+
+// SetRTPriority sets the SCHED_FIFO priority (1..99) of RT workers created
+// from now on; default 1, as sched_set_fifo_low(). Mirrors the proposed
+// kworker_rt_prio. Out of range: ErrInvalidArgument.
+func SetRTPriority(prio int) error {
+	if prio < 1 || prio > 99 {
+		return fmt.Errorf("%w: RT priority %d (range 1..99)", ErrInvalidArgument, prio)
+	}
+	rtPriority.Store(int32(prio))
+	return nil
+}
+
+// RTPriority returns the SCHED_FIFO priority of RT workers.
+func RTPriority() int { return int(rtPriority.Load()) }
+
+// SetHighPriPolicy is seed 001's switch: it selects what the HighPri class
+// means for queues created from now on, PolicyHighPri (nice -20, the
+// default) or PolicyFIFO (SCHED_FIFO at the RT priority). Other values
+// return ErrInvalidArgument.
+func SetHighPriPolicy(p Policy) error {
+	switch p {
+	case PolicyHighPri:
+		highPriFIFO.Store(false)
+	case PolicyFIFO:
+		highPriFIFO.Store(true)
+	default:
+		return fmt.Errorf("%w: HighPri policy must be highpri or fifo, not %v", ErrInvalidArgument, p)
+	}
+	return nil
+}
+
+// HighPriPolicy returns the current HighPri switch setting.
+func HighPriPolicy() Policy {
+	if highPriFIFO.Load() {
+		return PolicyFIFO
+	}
+	return PolicyHighPri
+}
+
+// SetPowerEfficient sets the power_efficient global: when on, queues
+// allocated with PowerEfficient (and not PerCPU) become unbound.
+func SetPowerEfficient(on bool) { powerEfficient.Store(on) }
+
+// Scope is an affinity scope of unbound queues: "cpu", "smt", "cache"
+// (default), "numa" or "system".
+type Scope = topology.Scope
+
+// Affinity scopes.
+const (
+	ScopeCPU    = topology.ScopeCPU
+	ScopeSMT    = topology.ScopeSMT
+	ScopeCache  = topology.ScopeCache
+	ScopeNUMA   = topology.ScopeNUMA
+	ScopeSystem = topology.ScopeSystem
+)
+
+// SetDefaultAffinityScope sets the scope of unbound queues created from
+// now on (workqueue.default_affinity_scope).
+func SetDefaultAffinityScope(s Scope) error {
+	if _, err := topology.ParseScope(s.String()); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+	}
+	dfltScope.Store(int32(s))
+	return nil
+}
+
+func defaultScope() Scope { return Scope(dfltScope.Load()) }
+
+// classFor returns the scheduling attributes of policy p now.
+func classFor(p Policy) classAttrs {
+	prio := int(rtPriority.Load())
+	switch p {
+	case PolicyFIFO:
+		return classAttrs{policy: sched.PolicyFIFO, prio: prio}
+	case PolicyHighPri:
+		if highPriFIFO.Load() {
+			return classAttrs{policy: sched.PolicyFIFO, prio: prio}
+		}
+		return classAttrs{policy: sched.PolicyNormal, nice: -20}
+	}
+	return classAttrs{policy: sched.PolicyNormal}
+}
+
+// resolveClass checks that the process may use policy p. With fallback,
+// an RT class not permitted becomes HighPri, and a nice -20 not permitted
+// becomes normal (fellBack = true); without, the error wraps ErrPermission.
+func resolveClass(p Policy, fallback bool) (classAttrs, bool, error) {
+	c := classFor(p)
+	check := func(c classAttrs) error {
+		if c.rt() {
+			return sched.CheckRT(c.prio)
+		}
+		return sched.CheckNice(c.nice)
+	}
+	err := check(c)
+	if err == nil {
+		return c, false, nil
+	}
+	if !fallback {
+		return c, false, fmt.Errorf("%w: %w", ErrPermission, err)
+	}
+	if c.rt() {
+		c = classAttrs{policy: sched.PolicyNormal, nice: -20}
+		if check(c) == nil {
+			return c, true, nil
+		}
+	}
+	return classAttrs{policy: sched.PolicyNormal}, true, nil
+}

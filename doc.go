@@ -1,0 +1,59 @@
+// Package wq brings the Linux kernel's concurrency-managed workqueues
+// (cmwq, kernel/workqueue.c) to Go, on real OS threads, with the real-time
+// worker classes proposed on the kernel mailing lists for latency-critical
+// I/O post-processing.
+//
+// # Design
+//
+// A work item (Work, DelayedWork) is queued on a workqueue (Workqueue). A
+// workqueue does not own threads: it is linked to worker pools through
+// pool workqueues (pwq). A pool is a worklist and a set of workers, each an
+// OS thread locked to its goroutine, with its CPU affinity, nice and
+// scheduling policy set on its thread id. Pools are shared: per CPU there is
+// one pool per worker class (normal: nice 0; high priority: nice -20; RT:
+// SCHED_FIFO at the lowest RT priority, names ending in "F"), used by every
+// per-CPU workqueue of that class; unbound pools are shared by every
+// unbound workqueue whose attributes (class, pod, cpumask, strict) are
+// equal.
+//
+// Per-CPU pools are concurrency-managed: items that do not sleep run one at
+// a time, and when the running item blocks the pool wakes another worker
+// for the next item. An item that runs longer than the CPU-intensive
+// threshold (10 ms) without sleeping stops counting. The kernel learns of
+// blocking from the scheduler; gowq samples each busy worker's thread state
+// and CPU clock every millisecond instead (see cm.go). Unbound pools are not
+// concurrency-managed; their pods come from the machine's topology (cpu,
+// smt, cache, numa, system affinity scopes).
+//
+// max_active bounds the items in flight per CPU (per-CPU queues) or per
+// NUMA node (unbound queues); items over it wait on the pwq's inactive list
+// and are activated in order. Ordered queues run one item at a time.
+//
+// # Wake path
+//
+// Idle workers park in a futex system call on a word of their own
+// (internal/sched.Parker), and the queueing thread wakes them with
+// futex_wake. The kernel then schedules the worker at its own policy: a
+// SCHED_FIFO worker preempts the ordinary load at once. A Go channel, mutex
+// or sync.Cond would instead hand the wake-up to an ordinary SCHED_OTHER
+// thread first (see docs/design.md). Each RT worker also raises GOMAXPROCS
+// by one while it lives, so that it finds an idle P when it returns from
+// the futex.
+//
+// # Guarantees
+//
+//   - Non-reentrant: a work item never runs concurrently with itself while
+//     it is queued on one workqueue; queueing it while it runs runs it once
+//     more afterwards.
+//   - Nothing is dropped: every queue call that returns true runs the item
+//     exactly once unless it is cancelled; a panicking item is recovered,
+//     reported and counts as completed; a refused queue call returns false
+//     and leaves the item idle.
+//   - Allocation-free queueing: Queue, QueueOn and requeueing an idle item
+//     make no allocation.
+//   - Threads whose attributes were changed never return to the Go runtime:
+//     their goroutines exit while still locked.
+//
+// The kernel function each call mirrors is named in its doc comment;
+// docs/kernel-api.md has the whole mapping.
+package wq

@@ -1,0 +1,89 @@
+package wq
+
+import (
+	"fmt"
+
+	"github.com/gowq/wq/internal/sched"
+)
+
+// Test hooks.
+
+// SetCreateWorkerHook makes worker creation consult h (nil clears).
+func SetCreateWorkerHook(h func() error) {
+	if h == nil {
+		createWorkerHook.Store(nil)
+		return
+	}
+	createWorkerHook.Store(&h)
+}
+
+// WorkerTIDs returns the thread ids of the workers serving q's pwq for cpu.
+func (q *Workqueue) WorkerTIDs(cpu int) []int {
+	pq := q.table.Load().cpu[cpu]
+	p := pq.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []int
+	for _, wk := range p.workers {
+		if wk.tid != 0 {
+			out = append(out, wk.tid)
+		}
+	}
+	return out
+}
+
+// PoolCPUs returns the CPUs of the pool serving cpu.
+func (q *Workqueue) PoolCPUs(cpu int) []int { return q.table.Load().cpu[cpu].pool.cpus }
+
+// Stat sums a pwq counter over q's pwqs.
+func (q *Workqueue) Stat(name string) int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var n int64
+	for _, pq := range q.allPwqs {
+		s := &pq.stats
+		switch name {
+		case "total":
+			n += s.started.Load()
+		case "completed":
+			n += s.completed.Load()
+		case "cmw":
+			n += s.cmWakeups.Load()
+		case "cpuitsv":
+			n += s.cpuIntensive.Load()
+		case "mayday":
+			n += s.mayday.Load()
+		case "rescued":
+			n += s.rescued.Load()
+		case "panics":
+			n += s.panics.Load()
+		}
+	}
+	return n
+}
+
+// NumWorkers returns the number of workers of the pool serving cpu.
+func (q *Workqueue) NumWorkers(cpu int) (all, idle int) {
+	p := q.table.Load().cpu[cpu].pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.workers), len(p.idle)
+}
+
+var Gettid = sched.Gettid
+var GetCPU = sched.GetCPU
+
+// DumpState prints q's pwqs and pools (debugging aid for hangs).
+func (q *Workqueue) DumpState() string {
+	q.mu.Lock()
+	pwqs := append([]*pwq(nil), q.allPwqs...)
+	q.mu.Unlock()
+	s := ""
+	for _, pq := range pwqs {
+		p := pq.pool
+		p.mu.Lock()
+		s += fmt.Sprintf("%v inflight %v color %d waiting %v worklist %d inactive %d workers %d idle %d nrRunning %d lim %d/%d inact %d draining %d\n", p, pq.nrInFlight, pq.color, pq.flushWaiting, p.worklist.n, pq.inactive.n, len(p.workers), len(p.idle), p.nrRunning, pq.lim.nrActive.Load(), pq.lim.max.Load(), pq.lim.nrInactive.Load(), q.draining.Load())
+		p.mu.Unlock()
+	}
+	return s
+}

@@ -1,0 +1,124 @@
+package wq
+
+import (
+	"errors"
+	"strings"
+)
+
+// Flags select a workqueue's pool type, worker class and behaviour. They
+// mirror the kernel's WQ_* flags given to alloc_workqueue().
+type Flags uint32
+
+const (
+	// PerCPU binds work items to the CPU they are queued on (WQ_PERCPU, the
+	// default when neither PerCPU nor Unbound is given). max_active limits
+	// in-flight items per CPU; pools are concurrency-managed.
+	PerCPU Flags = 1 << iota
+	// Unbound serves items from pools not bound to one CPU but to an
+	// affinity pod (WQ_UNBOUND). Not concurrency-managed; max_active is
+	// system-wide, split per NUMA node.
+	Unbound
+	// HighPri uses the high-priority worker class, nice -20 by default
+	// (WQ_HIGHPRI). The class's policy can be switched process-wide, see
+	// SetHighPriPolicy.
+	HighPri
+	// CPUIntensive items do not take part in concurrency management
+	// (WQ_CPU_INTENSIVE): a running item never holds back the next one.
+	CPUIntensive
+	// Freezable queues stop starting items while the freezer is on
+	// (WQ_FREEZABLE); see FreezeAll.
+	Freezable
+	// MemReclaim gives the queue a rescuer thread that guarantees forward
+	// progress when no new worker can be created (WQ_MEM_RECLAIM).
+	MemReclaim
+	// PowerEfficient makes a per-CPU queue unbound when the power_efficient
+	// global is on (WQ_POWER_EFFICIENT).
+	PowerEfficient
+	// Sysfs makes the queue's attributes visible and writable through the
+	// runtime attribute registry (WQ_SYSFS).
+	Sysfs
+	// RT uses the real-time worker class: SCHED_FIFO at the lowest RT
+	// priority (1 by default, see SetRTPriority), as proposed with
+	// WQ_SCHED_FIFO / WQ_RT. RT|PerCPU gets a third standard pool per CPU
+	// (worker names end in "F"); RT|Unbound gets the "cpu" affinity scope
+	// with strict affinity. RT|HighPri is rejected with ErrInvalidFlags.
+	RT
+
+	flagOrdered // __WQ_ORDERED, set by AllocOrdered only
+)
+
+var flagNames = []struct {
+	f Flags
+	n string
+}{
+	{PerCPU, "PERCPU"}, {Unbound, "UNBOUND"}, {HighPri, "HIGHPRI"},
+	{CPUIntensive, "CPU_INTENSIVE"}, {Freezable, "FREEZABLE"},
+	{MemReclaim, "MEM_RECLAIM"}, {PowerEfficient, "POWER_EFFICIENT"},
+	{Sysfs, "SYSFS"}, {RT, "RT"}, {flagOrdered, "ORDERED"},
+}
+
+// String returns the flags as the kernel names them, joined by "|", e.g.
+// "UNBOUND|HIGHPRI"; "0" for none.
+func (f Flags) String() string {
+	if f == 0 {
+		return "0"
+	}
+	var parts []string
+	for _, fn := range flagNames {
+		if f&fn.f != 0 {
+			parts = append(parts, fn.n)
+			f &^= fn.f
+		}
+	}
+	if f != 0 {
+		parts = append(parts, "0x"+strings.ToLower(hex(uint64(f))))
+	}
+	return strings.Join(parts, "|")
+}
+
+func hex(v uint64) string {
+	const digits = "0123456789abcdef"
+	if v == 0 {
+		return "0"
+	}
+	var b [16]byte
+	i := len(b)
+	for v > 0 {
+		i--
+		b[i] = digits[v&15]
+		v >>= 4
+	}
+	return string(b[i:])
+}
+
+// BusyFlags is what Busy reports: a combination of BusyPending and
+// BusyRunning (the kernel's WORK_BUSY_* bits from work_busy()).
+type BusyFlags uint8
+
+const (
+	BusyPending BusyFlags = 1 << iota // WORK_BUSY_PENDING: queued or timer armed
+	BusyRunning                       // WORK_BUSY_RUNNING: a worker executes it
+)
+
+// Errors. All are matched with errors.Is.
+var (
+	// ErrInvalidFlags: contradictory or unknown flags (the kernel's -EINVAL).
+	ErrInvalidFlags = errors.New("wq: invalid flags")
+	// ErrInvalidArgument: an out-of-range or malformed argument.
+	ErrInvalidArgument = errors.New("wq: invalid argument")
+	// ErrDestroyed: the workqueue was destroyed.
+	ErrDestroyed = errors.New("wq: workqueue destroyed")
+	// ErrDraining: a queue attempt from outside the queue while it drains.
+	ErrDraining = errors.New("wq: workqueue is draining")
+	// ErrNoFunc: a Work without a function (not initialised with Init).
+	ErrNoFunc = errors.New("wq: work item has no function (call Init)")
+	// ErrInvalidCPU: a CPU number that does not exist on this machine.
+	ErrInvalidCPU = errors.New("wq: invalid CPU")
+	// ErrPermission: the process may not set the requested policy or nice.
+	ErrPermission = errors.New("wq: operation not permitted")
+	// ErrDeadlock: a wait that would wait for the caller itself (for example
+	// CancelSync of a work item from inside its own function).
+	ErrDeadlock = errors.New("wq: wait would deadlock")
+	// ErrReadOnly: a write to an attribute that cannot change on this queue.
+	ErrReadOnly = errors.New("wq: attribute is read-only")
+)

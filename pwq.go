@@ -1,0 +1,178 @@
+package wq
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/gowq/wq/internal/sched"
+	"github.com/gowq/wq/wqtrace"
+)
+
+// pwq is a pool workqueue: the link between one Workqueue and one pool
+// (struct pool_workqueue). It holds the queue's inactive items for that
+// pool and its flush accounting.
+type pwq struct {
+	wq   *Workqueue
+	pool *pool
+	lim  *activeLimit // shared by the pwqs that share one max_active
+
+	inactive     workList // guarded by pool.mu: items over max_active, in order
+	nrInFlight   [2]int   // guarded by pool.mu: items per flush color (queued, inactive or running)
+	color        uint8    // guarded by pool.mu: color given to new items
+	flushWaiting bool     // guarded by pool.mu: a flush waits for color^1 to drain
+
+	stats pwqStats
+}
+
+// activeLimit enforces max_active over a set of pwqs: one pwq for a per-CPU
+// queue, every pwq of a NUMA node for an unbound queue (wq_node_nr_active).
+//
+// An inserter counts itself in nrInactive before trying for a slot, and a
+// completer reads nrInactive after giving its slot back; with those two
+// orders an item can never be left inactive while a slot is free.
+type activeLimit struct {
+	max        atomic.Int32
+	nrActive   atomic.Int32
+	nrInactive atomic.Int32
+	frozen     atomic.Bool
+
+	mu   sync.Mutex // guards pwqs
+	pwqs []*pwq     // guarded by mu: in creation order, oldest first
+}
+
+func (l *activeLimit) tryInc() bool {
+	for {
+		n := l.nrActive.Load()
+		if n >= l.max.Load() || l.frozen.Load() {
+			return false
+		}
+		if l.nrActive.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+func (l *activeLimit) addPwq(pq *pwq) {
+	l.mu.Lock()
+	l.pwqs = append(l.pwqs, pq)
+	l.mu.Unlock()
+}
+
+// scan activates inactive items of every pwq in l while slots are free,
+// oldest pwq first, skipping skip (whose pool lock the caller just held).
+// Called with no pool lock held.
+func (l *activeLimit) scan(skip *pwq) {
+	if l.nrInactive.Load() == 0 {
+		return
+	}
+	l.mu.Lock()
+	pwqs := append([]*pwq(nil), l.pwqs...)
+	l.mu.Unlock()
+	for _, pq := range pwqs {
+		if l.nrInactive.Load() == 0 {
+			return
+		}
+		pq.pool.mu.Lock()
+		pq.activateInactive()
+		pq.pool.mu.Unlock()
+	}
+}
+
+// insert links a pending item into the pwq: on the pool's worklist if a
+// max_active slot is free and nothing is waiting before it, else on the
+// inactive list. Called with pool.mu held. Mirrors insert_work/__queue_work.
+func (pq *pwq) insert(w *Work) {
+	w.color = pq.color
+	pq.nrInFlight[w.color]++
+	w.queuedAt = nanotime()
+	w.pwq.Store(pq)
+	l := pq.lim
+	l.nrInactive.Add(1)
+	if pq.inactive.empty() && l.tryInc() {
+		l.nrInactive.Add(-1)
+		pq.activate(w)
+		return
+	}
+	pq.inactive.pushBack(w)
+}
+
+// activate puts w on the pool's worklist and kicks the pool.
+func (pq *pwq) activate(w *Work) {
+	p := pq.pool
+	p.worklist.pushBack(w)
+	if t := tracer.Load(); t != nil {
+		(*t).Trace(&wqtrace.Event{Kind: wqtrace.ActivateWork, TimeNs: nanotime(), CPU: sched.GetCPU(), TID: sched.Gettid(), Work: w.addr(), Function: w.Func(), Workqueue: pq.wq.name})
+	}
+	p.kick()
+}
+
+// activateInactive moves inactive items to the worklist while slots are
+// free (pwq_activate_first_inactive). Called with pool.mu held.
+func (pq *pwq) activateInactive() {
+	for !pq.inactive.empty() && pq.lim.tryInc() {
+		w := pq.inactive.popFront()
+		pq.lim.nrInactive.Add(-1)
+		pq.activate(w)
+	}
+}
+
+// complete accounts for an item that finished running: it frees the
+// max_active slot, activates what waits, and updates flush accounting.
+// Called with pool.mu held; returns true if other pwqs of the limit may
+// have inactive items (the caller then runs lim.scan without the lock).
+// Mirrors pwq_dec_nr_in_flight.
+func (pq *pwq) complete(color uint8) bool {
+	pq.lim.nrActive.Add(-1)
+	pq.doneInFlight(color)
+	return pq.afterSlotFreed()
+}
+
+func (pq *pwq) afterSlotFreed() bool {
+	pq.activateInactive()
+	if pq.lim.nrInactive.Load() == 0 {
+		return false
+	}
+	pq.lim.mu.Lock()
+	n := len(pq.lim.pwqs)
+	pq.lim.mu.Unlock()
+	return n > 1
+}
+
+// unlink removes a pending item from the worklist or inactive list for a
+// cancel. Called with pool.mu held; the return is as for complete.
+func (pq *pwq) unlink(w *Work) bool {
+	w.pwq.Store(nil)
+	pq.doneInFlight(w.color)
+	if w.list == &pq.inactive {
+		pq.inactive.remove(w)
+		pq.lim.nrInactive.Add(-1)
+		return false
+	}
+	w.list.remove(w) // the worklist, or a worker's scheduled list
+	pq.lim.nrActive.Add(-1)
+	return pq.afterSlotFreed()
+}
+
+func (pq *pwq) doneInFlight(color uint8) {
+	pq.nrInFlight[color]--
+	if pq.flushWaiting && color != pq.color && pq.nrInFlight[color] == 0 {
+		pq.flushWaiting = false
+		pq.wq.flushPwqDone()
+	}
+}
+
+// pwqStats are the wq_monitor.py counters of one pwq. All atomic.
+type pwqStats struct {
+	started      atomic.Int64 // total: items that started executing
+	completed    atomic.Int64 // items that finished (infl = started - completed)
+	cpuTimeNs    atomic.Int64 // CPU time of workers running the queue's items
+	cpuIntensive atomic.Int64 // CPUitsv: CPU-intensive violations
+	cmWakeups    atomic.Int64 // CMW: concurrency-management wake-ups
+	repatriated  atomic.Int64 // RPR: items started after moving a worker back into its pod
+	mayday       atomic.Int64 // mayday requests sent to the rescuer
+	rescued      atomic.Int64 // items run by the rescuer
+	panics       atomic.Int64 // work functions that panicked
+	latency      latencyHist  // queue-to-start
+}
+
+func (s *pwqStats) observeLatency(ns int64) { s.latency.observe(ns) }

@@ -1,0 +1,180 @@
+package wq
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Lockup watchdog (the kernel's wq_watchdog): a pool with pending work and
+// no progress (no item started or finished) for watchdog_thresh is
+// reported once, in the kernel's words, with a dump of its busy workers.
+
+var wdog struct {
+	mu     sync.Mutex
+	pools  map[*pool]*wdState // guarded by mu
+	stop   chan struct{}      // guarded by mu
+	done   chan struct{}
+	thresh atomic.Int64 // ns; 0 = off
+	hook   atomic.Pointer[func(LockupReport)]
+}
+
+type wdState struct{ reported bool }
+
+// LockupReport is what the watchdog reports about a stuck pool.
+type LockupReport struct {
+	Pool    string        // e.g. "cpus=0 flags=0x0 nice=-20"
+	Stuck   time.Duration // how long without progress
+	Message string        // the kernel-style "BUG: workqueue lockup - ..." line
+	Workers string        // dump of busy workers with their current functions
+	Pending int           // items on the pool's worklist
+}
+
+func init() { wdog.thresh.Store(int64(30 * time.Second)) }
+
+// SetWatchdogThresh sets how long a pool may hold pending work without
+// progress before the lockup report; 0 turns the watchdog off. Default 30 s.
+// Mirrors workqueue.watchdog_thresh. Negative: ErrInvalidArgument.
+func SetWatchdogThresh(d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("%w: watchdog_thresh %v", ErrInvalidArgument, d)
+	}
+	wdog.thresh.Store(int64(d))
+	return nil
+}
+
+// WatchdogThresh returns the current watchdog threshold (0 = off).
+func WatchdogThresh() time.Duration { return time.Duration(wdog.thresh.Load()) }
+
+// SetLockupHook sets a function called with each lockup report (on the
+// watchdog goroutine), in addition to the slog error; it may panic or
+// alert. nil removes it.
+func SetLockupHook(h func(LockupReport)) {
+	if h == nil {
+		wdog.hook.Store(nil)
+		return
+	}
+	wdog.hook.Store(&h)
+}
+
+func watchdogRegister(p *pool) {
+	wdog.mu.Lock()
+	defer wdog.mu.Unlock()
+	if wdog.pools == nil {
+		wdog.pools = make(map[*pool]*wdState)
+	}
+	wdog.pools[p] = &wdState{}
+	if wdog.stop == nil {
+		wdog.stop, wdog.done = make(chan struct{}), make(chan struct{})
+		go watchdogLoop(wdog.stop, wdog.done)
+	}
+}
+
+func watchdogUnregister(p *pool) {
+	wdog.mu.Lock()
+	delete(wdog.pools, p)
+	if len(wdog.pools) > 0 || wdog.stop == nil {
+		wdog.mu.Unlock()
+		return
+	}
+	stop, done := wdog.stop, wdog.done
+	wdog.stop, wdog.done = nil, nil
+	wdog.mu.Unlock()
+	close(stop)
+	<-done
+}
+
+func watchdogLoop(stop, done chan struct{}) {
+	defer close(done)
+	for {
+		th := time.Duration(wdog.thresh.Load())
+		period := th / 4
+		if th == 0 || period > time.Second {
+			period = time.Second
+		}
+		if period < time.Millisecond {
+			period = time.Millisecond
+		}
+		select {
+		case <-stop:
+			return
+		case <-time.After(period):
+		}
+		if th == 0 {
+			continue
+		}
+		watchdogCheck(th)
+	}
+}
+
+func watchdogCheck(th time.Duration) {
+	now := nanotime()
+	wdog.mu.Lock()
+	type item struct {
+		p  *pool
+		st *wdState
+	}
+	var items []item
+	for p, st := range wdog.pools {
+		items = append(items, item{p, st})
+	}
+	wdog.mu.Unlock()
+	for _, it := range items {
+		p := it.p
+		p.mu.Lock()
+		pending := p.worklist.n
+		p.mu.Unlock()
+		stuck := time.Duration(now - p.progress.Load())
+		if pending == 0 || stuck < th {
+			it.st.reported = false
+			continue
+		}
+		if it.st.reported {
+			continue
+		}
+		it.st.reported = true
+		rep := p.lockupReport(stuck, pending)
+		slog.Error(rep.Message, "pending", rep.Pending, "workers", rep.Workers)
+		if h := wdog.hook.Load(); h != nil {
+			(*h)(rep)
+		}
+	}
+}
+
+func (p *pool) flagsString() string {
+	if p.key.cpu < 0 {
+		return "0x4" // POOL_DISASSOCIATED-like marker for unbound pools, as the kernel prints
+	}
+	return "0x0"
+}
+
+func (p *pool) lockupReport(stuck time.Duration, pending int) LockupReport {
+	var where string
+	if p.key.cpu >= 0 {
+		where = fmt.Sprintf("cpus=%d node=0", p.key.cpu)
+	} else {
+		where = "cpus=" + p.key.pod
+	}
+	cls := p.key.class
+	desc := fmt.Sprintf("%s flags=%s nice=%d", where, p.flagsString(), cls.nice)
+	if cls.rt() {
+		desc += fmt.Sprintf(" policy=%s prio=%d", cls.policy, cls.prio)
+	}
+	var b strings.Builder
+	for _, wi := range p.snapshotWorkers() {
+		if wi.Idle || wi.Func == "" {
+			continue
+		}
+		fmt.Fprintf(&b, "  %s (tid %d): %s, running for %v\n", wi.Name, wi.TID, wi.Func, time.Duration(wi.RunningNs).Round(time.Millisecond))
+	}
+	return LockupReport{
+		Pool:    desc,
+		Stuck:   stuck,
+		Message: fmt.Sprintf("BUG: workqueue lockup - pool %s stuck for %ds!", desc, int(stuck/time.Second)),
+		Workers: b.String(),
+		Pending: pending,
+	}
+}

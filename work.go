@@ -1,0 +1,491 @@
+package wq
+
+import (
+	"context"
+	"reflect"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/gowq/wq/internal/sched"
+)
+
+// Work is a work item: a function to run later on a worker thread. It is
+// meant to be embedded in the caller's own struct, as struct work_struct is
+// in the kernel, and is usable after Init (the zero value has no function
+// and cannot be queued). A Work must not be copied after first use.
+//
+// Guarantee (non-reentrance): a Work never runs concurrently with itself as
+// long as it is always queued on the same Workqueue; queueing it while it
+// runs makes it run once more afterwards, on the same pool.
+type Work struct {
+	fn   func()
+	name atomic.Pointer[string] // cached function name for events, lazily set
+
+	// state packs PENDING, CANCELING, the disable count and the instance
+	// sequence number; see the st* constants. atomic.
+	state atomic.Uint64
+	// pwq is the pool workqueue whose list (worklist or inactive) holds the
+	// item; nil when on no list. Written under pwq.pool.mu, read lock-free
+	// by grab. atomic.
+	pwq atomic.Pointer[pwq]
+	// runner is the worker executing the item, nil when not running. Set
+	// before PENDING is cleared so that Queue can find it (non-reentrance).
+	// atomic.
+	runner atomic.Pointer[worker]
+
+	// List links. guarded by the pool lock of the list's pool.
+	next, prev *Work
+	list       *workList // the list it is on: pool.worklist, pwq.inactive or a worker's scheduled list
+	color      uint8     // flush color of the pwq at insertion
+	queuedAt   int64     // ns, monotonic, when inserted (for latency stats)
+
+	mu         sync.Mutex    // guards the fields below
+	running    int           // guarded by mu: workers executing it now
+	runSeq     uint64        // guarded by mu: instance seq of the latest run
+	doneSeq    uint64        // guarded by mu: every instance <= doneSeq finished or was cancelled
+	cancelUpTo uint64        // guarded by mu: cancelled instances, effective when the running one ends
+	waiters    []flushWaiter // guarded by mu
+	dw         *DelayedWork  // immutable after Init: the DelayedWork that embeds this Work
+}
+
+type flushWaiter struct {
+	target uint64
+	ch     chan struct{}
+}
+
+// State word layout.
+const (
+	stPending      = 1 << 0
+	stCanceling    = 1 << 1
+	stDisableShift = 2
+	stDisableMask  = 0xffff << stDisableShift
+	stSeqShift     = 18
+	stSeqOne       = 1 << stSeqShift
+)
+
+func seqOf(st uint64) uint64 { return st >> stSeqShift }
+
+// Init sets the function the item runs and resets the item to idle. It
+// mirrors INIT_WORK. Calling Init on a pending or running item is a bug (as
+// in the kernel): the item must be idle.
+func (w *Work) Init(fn func()) {
+	w.fn = fn
+	w.name.Store(nil)
+}
+
+// NewWork returns an initialised Work that runs fn. It mirrors
+// DECLARE_WORK / INIT_WORK on a fresh struct.
+func NewWork(fn func()) *Work {
+	w := &Work{}
+	w.Init(fn)
+	return w
+}
+
+// Func returns the item's function name as the kernel's %ps would print
+// it (e.g. "main.handle"), "" when not initialised.
+func (w *Work) Func() string {
+	if p := w.name.Load(); p != nil {
+		return *p
+	}
+	if w.fn == nil {
+		return ""
+	}
+	n := funcName(w.fn)
+	w.name.Store(&n)
+	return n
+}
+
+func funcName(fn func()) string {
+	f := runtime.FuncForPC(reflect.ValueOf(fn).Pointer())
+	if f == nil {
+		return "?"
+	}
+	return f.Name()
+}
+
+// addr is the item's identity in events and dumps.
+func (w *Work) addr() uintptr { return uintptr(unsafe.Pointer(w)) }
+
+// tryPend sets PENDING if the item is neither pending nor disabled, starting
+// a new instance. It is the test_and_set_bit(WORK_STRUCT_PENDING_BIT) of
+// queue_work_on.
+func (w *Work) tryPend() bool {
+	for {
+		old := w.state.Load()
+		if old&(stPending|stDisableMask) != 0 {
+			return false
+		}
+		if w.state.CompareAndSwap(old, (old|stPending)+stSeqOne) {
+			return true
+		}
+	}
+}
+
+// Pending reports whether the item is pending: queued, armed as a timer, or
+// held by a cancel in progress. Mirrors work_pending(). Never blocks.
+func (w *Work) Pending() bool { return w.state.Load()&stPending != 0 }
+
+// Busy reports BusyPending when the item is pending and BusyRunning when a
+// worker executes it now. The answer may be stale when it returns; use it
+// for diagnostics only, as work_busy() is. Never blocks.
+func (w *Work) Busy() BusyFlags {
+	var b BusyFlags
+	if w.Pending() {
+		b |= BusyPending
+	}
+	if w.runner.Load() != nil {
+		b |= BusyRunning
+	}
+	return b
+}
+
+// grab takes ownership of PENDING, removing the item from its list or
+// stopping its timer. It returns true when the item was pending (queued or
+// armed) and false when it was idle. With canceling it also sets CANCELING,
+// which makes other grabbers wait until the owner releases. It blocks only
+// while another cancel holds the item or the item is in transit between
+// being marked pending and being linked (a few instructions). Mirrors
+// try_to_grab_pending().
+func (w *Work) grab(canceling bool) bool {
+	var setMask uint64 = stPending
+	if canceling {
+		setMask |= stCanceling
+	}
+	for spins := 0; ; spins++ {
+		old := w.state.Load()
+		if old&stPending == 0 {
+			if w.state.CompareAndSwap(old, (old|setMask)+stSeqOne) {
+				return false
+			}
+			continue
+		}
+		if old&stCanceling == 0 {
+			if dw := w.dw; dw != nil && dw.stopTimer() {
+				w.state.Or(setMask)
+				return true
+			}
+			if pq := w.pwq.Load(); pq != nil {
+				p := pq.pool
+				p.mu.Lock()
+				if w.pwq.Load() == pq {
+					scan := pq.unlink(w)
+					w.state.Or(setMask)
+					p.mu.Unlock()
+					if scan {
+						pq.lim.scan(pq)
+					}
+					return true
+				}
+				p.mu.Unlock()
+			}
+		}
+		backoff(spins)
+	}
+}
+
+func backoff(spins int) {
+	switch {
+	case spins < 16:
+		runtime.Gosched()
+	case spins < 64:
+		time.Sleep(10 * time.Microsecond)
+	default:
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// markCancelled records that the instance owned by a grab will never run
+// and releases the flush waiters it satisfies. Called with PENDING owned.
+func (w *Work) markCancelled() {
+	s := seqOf(w.state.Load())
+	w.mu.Lock()
+	if w.running > 0 && w.runSeq < s {
+		if s > w.cancelUpTo {
+			w.cancelUpTo = s
+		}
+	} else if s > w.doneSeq {
+		w.doneSeq = s
+		w.wakeWaitersLocked()
+	}
+	w.mu.Unlock()
+}
+
+// release clears PENDING and CANCELING after a grab.
+func (w *Work) release() { w.state.And(^uint64(stPending | stCanceling)) }
+
+// startRun marks the item running for the instance that is pending and
+// clears PENDING, after which the item may be queued again. Called by the
+// worker that popped it, with runner already set.
+func (w *Work) startRun() uint64 {
+	w.mu.Lock()
+	w.running++
+	s := seqOf(w.state.Load())
+	w.runSeq = s
+	w.mu.Unlock()
+	w.state.And(^uint64(stPending))
+	return s
+}
+
+// finishRun marks instance s finished and releases flush waiters.
+func (w *Work) finishRun(wk *worker, s uint64) {
+	w.mu.Lock()
+	w.running--
+	d := s
+	if w.cancelUpTo > d {
+		d = w.cancelUpTo
+	}
+	if d > w.doneSeq {
+		w.doneSeq = d
+	}
+	if len(w.waiters) > 0 {
+		w.wakeWaitersLocked()
+	}
+	w.runner.CompareAndSwap(wk, nil)
+	w.mu.Unlock()
+}
+
+func (w *Work) wakeWaitersLocked() {
+	k := 0
+	for _, fw := range w.waiters {
+		if fw.target <= w.doneSeq {
+			close(fw.ch)
+		} else {
+			w.waiters[k] = fw
+			k++
+		}
+	}
+	clear(w.waiters[k:])
+	w.waiters = w.waiters[:k]
+}
+
+// selfRunning reports whether the calling thread is the worker executing w.
+func (w *Work) selfRunning() bool {
+	r := w.runner.Load()
+	return r != nil && r.tid == sched.Gettid()
+}
+
+// waitFor registers a waiter for instance target and returns its channel,
+// or nil when target is already done. Called with w.mu held.
+func (w *Work) waiterLocked(target uint64) chan struct{} {
+	if target <= w.doneSeq {
+		return nil
+	}
+	ch := make(chan struct{})
+	w.waiters = append(w.waiters, flushWaiter{target: target, ch: ch})
+	return ch
+}
+
+func (w *Work) dropWaiter(ch chan struct{}) {
+	w.mu.Lock()
+	for i, fw := range w.waiters {
+		if fw.ch == ch {
+			w.waiters = append(w.waiters[:i], w.waiters[i+1:]...)
+			break
+		}
+	}
+	w.mu.Unlock()
+}
+
+// flushTarget returns the channel to wait on for the item's last queueing
+// instance, or nil when there is nothing to wait for.
+func (w *Work) flushTarget() (chan struct{}, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st := w.state.Load()
+	var target uint64
+	switch {
+	case st&stPending != 0 && st&stCanceling == 0:
+		target = seqOf(st)
+	case w.running > 0:
+		target = w.runSeq
+	default:
+		return nil, nil
+	}
+	if w.running > 0 && w.runSeq <= target && w.selfRunning() {
+		return nil, ErrDeadlock
+	}
+	return w.waiterLocked(target), nil
+}
+
+// Flush waits until the item's last queueing instance has finished
+// executing. It returns true if it waited, false if the item was idle. It
+// blocks for as long as that takes; see FlushContext to bound the wait.
+// Flushing an item from inside its own function would wait forever: it
+// returns false at once and reports ErrDeadlock to the error handler.
+// Mirrors flush_work().
+func (w *Work) Flush() bool {
+	ok, _ := w.FlushContext(context.Background())
+	return ok
+}
+
+// FlushContext is Flush bounded by ctx. It returns (true, nil) after
+// waiting, (false, nil) when idle, and (false, ctx.Err()) when ctx ends
+// first (the item keeps its state), or ErrDeadlock (see Flush).
+func (w *Work) FlushContext(ctx context.Context) (bool, error) {
+	ch, err := w.flushTarget()
+	if err != nil {
+		reportError("flush_work", w.Func(), err)
+		return false, err
+	}
+	if ch == nil {
+		return false, nil
+	}
+	select {
+	case <-ch:
+		return true, nil
+	case <-ctx.Done():
+		w.dropWaiter(ch)
+		return false, ctx.Err()
+	}
+}
+
+// Cancel removes the item from its queue (or stops its timer) if it is
+// pending, without waiting for a running instance. It returns true if the
+// item was pending. Mirrors cancel_work(); never blocks except for the few
+// instructions an item spends between being marked pending and linked.
+func (w *Work) Cancel() bool {
+	was := w.grab(false)
+	w.markCancelled()
+	w.release()
+	return was
+}
+
+// CancelSync cancels the item like Cancel and then waits for a running
+// instance to finish. While it waits, Queue of the item returns false. It
+// returns true if the item was pending. Called from inside the item's own
+// function it does not wait (that would deadlock) and reports ErrDeadlock.
+// Mirrors cancel_work_sync().
+func (w *Work) CancelSync() bool {
+	was := w.grab(true)
+	w.markCancelled()
+	w.waitRunning()
+	w.release()
+	return was
+}
+
+// waitRunning waits until no instance of the item runs. Called with
+// PENDING owned, so no new instance can start.
+func (w *Work) waitRunning() {
+	w.mu.Lock()
+	if w.running == 0 {
+		w.mu.Unlock()
+		return
+	}
+	if w.selfRunning() {
+		w.mu.Unlock()
+		reportError("cancel_work_sync", w.Func(), ErrDeadlock)
+		return
+	}
+	ch := w.waiterLocked(w.runSeq)
+	w.mu.Unlock()
+	if ch != nil {
+		<-ch
+	}
+}
+
+// Disable increments the item's disable count and cancels it like Cancel.
+// While the count is above zero, queueing the item returns false. It
+// returns true if the item was pending. The count saturates at 65535 (a
+// further Disable reports ErrInvalidArgument and leaves it). Mirrors
+// disable_work().
+func (w *Work) Disable() bool {
+	was := w.grab(false)
+	w.incDisable()
+	w.markCancelled()
+	w.release()
+	return was
+}
+
+// DisableSync is Disable followed by waiting for a running instance, like
+// CancelSync. Mirrors disable_work_sync().
+func (w *Work) DisableSync() bool {
+	was := w.grab(true)
+	w.incDisable()
+	w.markCancelled()
+	w.waitRunning()
+	w.release()
+	return was
+}
+
+func (w *Work) incDisable() {
+	for {
+		old := w.state.Load()
+		if old&stDisableMask == stDisableMask {
+			reportError("disable_work", w.Func(), ErrInvalidArgument)
+			return
+		}
+		if w.state.CompareAndSwap(old, old+(1<<stDisableShift)) {
+			return
+		}
+	}
+}
+
+// Enable decrements the disable count and returns true when it reaches
+// zero, that is, when the item can be queued again. Enabling an item that
+// is not disabled reports ErrInvalidArgument and returns true. Mirrors
+// enable_work(). Never blocks.
+func (w *Work) Enable() bool {
+	for {
+		old := w.state.Load()
+		if old&stDisableMask == 0 {
+			reportError("enable_work", w.Func(), ErrInvalidArgument)
+			return true
+		}
+		nw := old - (1 << stDisableShift)
+		if w.state.CompareAndSwap(old, nw) {
+			return nw&stDisableMask == 0
+		}
+	}
+}
+
+// Disabled reports whether the disable count is above zero.
+func (w *Work) Disabled() bool { return w.state.Load()&stDisableMask != 0 }
+
+// workList is an intrusive doubly-linked list of work items; it never
+// allocates. guarded by the owning pool's mu.
+type workList struct {
+	head, tail *Work
+	n          int
+}
+
+func (l *workList) empty() bool { return l.head == nil }
+
+func (l *workList) pushBack(w *Work) {
+	w.list = l
+	w.next = nil
+	w.prev = l.tail
+	if l.tail != nil {
+		l.tail.next = w
+	} else {
+		l.head = w
+	}
+	l.tail = w
+	l.n++
+}
+
+func (l *workList) remove(w *Work) {
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		l.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	} else {
+		l.tail = w.prev
+	}
+	w.next, w.prev = nil, nil
+	w.list = nil
+	l.n--
+}
+
+func (l *workList) popFront() *Work {
+	w := l.head
+	if w != nil {
+		l.remove(w)
+	}
+	return w
+}

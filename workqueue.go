@@ -1,0 +1,679 @@
+package wq
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gowq/wq/internal/sched"
+	"github.com/gowq/wq/internal/topology"
+	"github.com/gowq/wq/wqtrace"
+)
+
+// Limits on max_active, as in the kernel.
+const (
+	MaxActive        = 2048 // WQ_MAX_ACTIVE
+	DefaultMaxActive = 1024 // WQ_DFL_ACTIVE, used when 0 is given
+	DefaultMinActive = 8    // WQ_DFL_MIN_ACTIVE: per-node floor of unbound queues
+)
+
+// cpuUnbound is WORK_CPU_UNBOUND: no CPU was asked for.
+const cpuUnbound = wqtrace.WorkCPUUnbound
+
+// Workqueue is a named queue of work items with a pool type, a worker class
+// and a max_active (struct workqueue_struct). All methods are safe from any
+// goroutine.
+type Workqueue struct {
+	name    string
+	flags   Flags
+	unbound bool
+	ordered bool
+
+	mu        sync.Mutex               // serialises attribute changes and Destroy
+	table     atomic.Pointer[pwqTable] // current CPU -> pwq mapping
+	allPwqs   []*pwq                   // guarded by mu: every pwq ever installed (flush, drain, stats)
+	lims      []*activeLimit           // guarded by mu: per CPU (per-CPU) or per node (unbound)
+	maxActive atomic.Int32
+	attrs     queueAttrs // guarded by mu
+	rescuer   *rescuer   // immutable after Alloc
+
+	draining  atomic.Int32
+	destroyed atomic.Bool
+	reported  atomic.Bool // ErrDestroyed reported once
+	destroyMu sync.Mutex
+
+	flushMu        sync.Mutex    // serialises flushers
+	flushLeft      atomic.Int32  // pwqs the current flush still waits for
+	flushDone      chan struct{} // guarded by flushMu; closed when flushLeft reaches 0
+	flushAbandoned chan struct{} // guarded by flushMu: done channel of a flush whose context ended
+}
+
+// pwqTable maps each possible CPU to the pwq that serves items queued
+// from or on it. Replaced as a whole on attribute changes and hotplug.
+type pwqTable struct {
+	cpu  []*pwq // indexed by CPU id
+	dfl  *pwq   // unbound: for CPUs outside the queue's cpumask
+	pods []*pwq // unbound: one per pod, in pod order
+}
+
+// queueAttrs are a workqueue's runtime attributes.
+type queueAttrs struct {
+	class  classAttrs
+	policy Policy
+	cpus   topology.CPUSet // unbound cpumask; empty means all
+	scope  topology.Scope
+	strict bool
+}
+
+// Alloc creates a workqueue. flags select the pool type (PerCPU, the
+// default, or Unbound) and the worker class (normal, HighPri or RT).
+// maxActive bounds the items in flight per CPU (per-CPU queues) or in the
+// whole system split per NUMA node (unbound queues); 0 means 1024, and a
+// value outside [1, 2048] is clamped with a slog warning. No thread is
+// created before the first item is queued. Errors: ErrInvalidFlags for
+// contradictory flags (PerCPU|Unbound, HighPri|RT), ErrPermission when the
+// process may not use the RT class (see AllowRTFallback). Mirrors
+// alloc_workqueue().
+func Alloc(name string, flags Flags, maxActive int, opts ...Option) (*Workqueue, error) {
+	return alloc(name, flags, maxActive, opts)
+}
+
+// AllocOrdered creates an ordered workqueue: an unbound queue that runs one
+// item at a time in queue order, also across attribute changes. Mirrors
+// alloc_ordered_workqueue().
+func AllocOrdered(name string, flags Flags, opts ...Option) (*Workqueue, error) {
+	if flags&PerCPU != 0 {
+		return nil, fmt.Errorf("alloc_ordered_workqueue(%q): %w: ordered queues are unbound", name, ErrInvalidFlags)
+	}
+	return alloc(name, flags|Unbound|flagOrdered, 1, opts)
+}
+
+func validateFlags(name string, flags Flags) error {
+	if flags&^(flagOrdered<<1-1) != 0 {
+		return fmt.Errorf("alloc_workqueue(%q): %w: unknown bits %#x", name, ErrInvalidFlags, uint32(flags&^(flagOrdered<<1-1)))
+	}
+	if flags&PerCPU != 0 && flags&Unbound != 0 {
+		return fmt.Errorf("alloc_workqueue(%q): %w: PerCPU and Unbound contradict", name, ErrInvalidFlags)
+	}
+	if flags&HighPri != 0 && flags&RT != 0 {
+		return fmt.Errorf("alloc_workqueue(%q): %w: HighPri and RT are distinct classes", name, ErrInvalidFlags)
+	}
+	return nil
+}
+
+func alloc(name string, flags Flags, maxActive int, opts []Option) (*Workqueue, error) {
+	if err := validateFlags(name, flags); err != nil {
+		return nil, err
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if flags&PowerEfficient != 0 && powerEfficient.Load() && flags&PerCPU == 0 {
+		flags |= Unbound
+	}
+	q := &Workqueue{name: name, flags: flags, unbound: flags&Unbound != 0, ordered: flags&flagOrdered != 0}
+	if maxActive == 0 {
+		maxActive = DefaultMaxActive
+	}
+	if maxActive < 1 || maxActive > MaxActive {
+		c := min(max(maxActive, 1), MaxActive)
+		slog.Warn("workqueue: max_active out of range, clamped", "workqueue", name, "requested", maxActive, "range", "[1, 2048]", "clamped", c)
+		maxActive = c
+	}
+	q.maxActive.Store(int32(maxActive))
+
+	// Worker class.
+	pol := PolicyNormal
+	switch {
+	case flags&RT != 0:
+		pol = PolicyFIFO
+	case flags&HighPri != 0:
+		pol = PolicyHighPri
+	}
+	class, fellBack, err := resolveClass(pol, o.fallback)
+	if err != nil {
+		return nil, fmt.Errorf("alloc_workqueue(%q): %w", name, err)
+	}
+	if fellBack {
+		slog.Warn("workqueue: RT class not permitted, falling back to HighPri", "workqueue", name)
+		q.flags = q.flags&^RT | HighPri
+		pol = PolicyHighPri
+	}
+	q.attrs = queueAttrs{class: class, policy: pol, scope: defaultScope(), strict: false}
+	if q.flags&RT != 0 && q.unbound {
+		// Seed 002: RT unbound queues get the cpu scope, strictly.
+		q.attrs.scope = topology.ScopeCPU
+		q.attrs.strict = true
+	}
+	if q.ordered {
+		q.attrs.scope = topology.ScopeSystem
+	}
+	if flags&MemReclaim != 0 {
+		q.rescuer = newRescuer(q)
+	}
+	q.mu.Lock()
+	q.installTable(currentTopology())
+	q.mu.Unlock()
+	registerQueue(q)
+	return q, nil
+}
+
+// Option adjusts Alloc.
+type Option func(*options)
+
+type options struct {
+	fallback bool
+}
+
+// AllowRTFallback makes Alloc of an RT queue fall back to the HighPri class
+// (with a slog warning, visible in the statistics as policy "highpri")
+// instead of failing with ErrPermission when the process may not use
+// SCHED_FIFO. The same applies to HighPri without the privilege for nice
+// -20, which then falls back to nice 0.
+func AllowRTFallback() Option { return func(o *options) { o.fallback = true } }
+
+// Name returns the queue's name.
+func (q *Workqueue) Name() string { return q.name }
+
+// Flags returns the queue's flags, as given to Alloc (after a permitted
+// fallback, RT is replaced by HighPri).
+func (q *Workqueue) Flags() Flags { return q.flags }
+
+// installTable builds the CPU -> pwq table for the current attributes and
+// topology and installs it. Old pwqs keep their items, which run to
+// completion on their old pools. Called with mu held.
+func (q *Workqueue) installTable(topo *topology.Topology) {
+	ncpu := topo.Possible.Last() + 1
+	if n := topo.Online.Last() + 1; n > ncpu {
+		ncpu = n
+	}
+	t := &pwqTable{cpu: make([]*pwq, ncpu)}
+	maxA := int(q.maxActive.Load())
+	if !q.unbound {
+		for len(q.lims) < ncpu {
+			l := &activeLimit{}
+			l.max.Store(int32(maxA))
+			q.lims = append(q.lims, l)
+		}
+		online := topo.Online
+		for c := 0; c < ncpu; c++ {
+			cpus := []int{c}
+			if !online.Has(c) {
+				cpus = online.List()
+			}
+			p := getPool(poolKey{cpu: c, class: q.attrs.class}, cpus)
+			t.cpu[c] = q.newPwq(p, q.lims[c])
+		}
+		q.table.Store(t)
+		return
+	}
+	mask := topo.Online
+	if !q.attrs.cpus.IsEmpty() {
+		if m := q.attrs.cpus.And(topo.Online); !m.IsEmpty() {
+			mask = m
+		}
+	}
+	pods := topo.Pods(q.attrs.scope)
+	// One activeLimit per node, reused across attribute changes.
+	nodeLim := func(node int) *activeLimit {
+		idx := 0
+		if !q.ordered {
+			idx = node
+		}
+		for len(q.lims) <= idx {
+			q.lims = append(q.lims, &activeLimit{})
+		}
+		return q.lims[idx]
+	}
+	mkPwq := func(pod topology.CPUSet) *pwq {
+		allow := mask
+		if q.attrs.strict {
+			allow = pod
+		}
+		key := poolKey{cpu: -1, class: q.attrs.class, pod: pod.String(), allow: allow.String(), strict: q.attrs.strict}
+		p := getPool(key, allow.List())
+		return q.newPwq(p, nodeLim(topo.NodeOf(pod.First())))
+	}
+	t.dfl = mkPwq(mask)
+	for _, pod := range pods {
+		pm := pod.And(mask)
+		if pm.IsEmpty() {
+			continue
+		}
+		var pq *pwq
+		if pm.Equal(mask) {
+			pq = t.dfl
+		} else {
+			pq = mkPwq(pm)
+		}
+		t.pods = append(t.pods, pq)
+		for _, c := range pm.List() {
+			if c < ncpu {
+				t.cpu[c] = pq
+			}
+		}
+	}
+	for c := range t.cpu {
+		if t.cpu[c] == nil {
+			t.cpu[c] = t.dfl
+		}
+	}
+	q.setNodeMax(topo)
+	q.table.Store(t)
+}
+
+// setNodeMax splits max_active over NUMA nodes in proportion to their
+// online CPUs, each node getting at least min(max_active, 8)
+// (wq_update_node_max_active). Called with mu held.
+func (q *Workqueue) setNodeMax(topo *topology.Topology) {
+	maxA := int(q.maxActive.Load())
+	if q.ordered || !q.unbound {
+		for _, l := range q.lims {
+			l.max.Store(int32(maxA))
+		}
+		return
+	}
+	total := topo.Online.Len()
+	floor := min(maxA, DefaultMinActive)
+	for node, l := range q.lims {
+		n := nodeCPUs(topo, node).Len()
+		v := maxA
+		if total > 0 {
+			v = (maxA*n + total - 1) / total
+		}
+		l.max.Store(int32(max(v, floor)))
+	}
+}
+
+func (q *Workqueue) newPwq(p *pool, l *activeLimit) *pwq {
+	pq := &pwq{wq: q, pool: p, lim: l}
+	l.addPwq(pq)
+	q.allPwqs = append(q.allPwqs, pq)
+	return pq
+}
+
+// Queue queues w on the pwq of the CPU the caller runs on now (per-CPU
+// queues) or of that CPU's pod (unbound queues). It returns false if w was
+// already pending or is disabled, true if it queued it. It never blocks and
+// makes no allocation. On a destroyed queue it returns false and reports
+// ErrDestroyed (once per queue) to the error handler. Mirrors queue_work().
+func (q *Workqueue) Queue(w *Work) bool {
+	return q.queueOn(cpuUnbound, w)
+}
+
+// QueueOn queues w on CPU cpu's pwq: for a per-CPU queue the item runs on
+// that CPU (or, if the CPU went offline, on the remaining CPUs); for an
+// unbound queue in that CPU's pod. Returns as Queue; a cpu that does not
+// exist returns false and reports ErrInvalidCPU. Mirrors queue_work_on().
+func (q *Workqueue) QueueOn(cpu int, w *Work) bool {
+	if cpu < 0 || cpu >= len(q.table.Load().cpu) {
+		reportError("queue_work_on", w.Func(), fmt.Errorf("%w: %d", ErrInvalidCPU, cpu))
+		return false
+	}
+	return q.queueOn(cpu, w)
+}
+
+// QueueNode queues w on a CPU of NUMA node node, preferring the caller's
+// CPU when it belongs to the node. Returns as Queue; an unknown node
+// returns false and reports ErrInvalidArgument. Mirrors queue_work_node().
+func (q *Workqueue) QueueNode(node int, w *Work) bool {
+	topo := currentTopology()
+	cpus := nodeCPUs(topo, node)
+	if cpus.IsEmpty() {
+		reportError("queue_work_node", w.Func(), fmt.Errorf("%w: node %d has no online CPU", ErrInvalidArgument, node))
+		return false
+	}
+	cpu := currentCPU()
+	if !cpus.Has(cpu) {
+		cpu = cpus.First()
+	}
+	return q.queueOn(cpu, w)
+}
+
+func (q *Workqueue) queueOn(cpu int, w *Work) bool {
+	if w.fn == nil {
+		reportError("queue_work_on", "", ErrNoFunc)
+		return false
+	}
+	if q.destroyed.Load() {
+		q.reportDestroyed(w)
+		return false
+	}
+	if !w.tryPend() {
+		return false
+	}
+	return q.queuePended(cpu, w)
+}
+
+// queuePended queues an item whose PENDING the caller owns
+// (__queue_work). It returns false, clearing PENDING, if the queue refuses
+// it (destroyed, or draining and not chained).
+func (q *Workqueue) queuePended(reqCPU int, w *Work) bool {
+	if q.draining.Load() != 0 && !q.isChained() {
+		if q.destroyed.Load() {
+			q.reportDestroyed(w)
+		} else {
+			reportError("queue_work_on", w.Func(), fmt.Errorf("%w: %s", ErrDraining, q.name))
+		}
+		w.markCancelled()
+		w.release()
+		return false
+	}
+	t := q.table.Load()
+	cpu := reqCPU
+	if cpu == cpuUnbound || cpu >= len(t.cpu) {
+		cpu = currentCPU()
+		if cpu >= len(t.cpu) {
+			cpu = 0
+		}
+	}
+	pq := t.cpu[cpu]
+	// Non-reentrance: if the item still runs on a pool of this queue, queue
+	// it there so that it runs after, not beside, itself.
+	if r := w.runner.Load(); r != nil {
+		if rp := r.curPwq.Load(); rp != nil && rp.wq == q {
+			pq = rp
+		}
+	}
+	if tr := tracer.Load(); tr != nil {
+		target := cpu
+		if pq.pool.key.cpu < 0 {
+			target = -1
+		}
+		(*tr).Trace(&wqtrace.Event{Kind: wqtrace.QueueWork, TimeNs: nanotime(), CPU: sched.GetCPU(), TID: sched.Gettid(), Work: w.addr(), Function: w.Func(), Workqueue: q.name, ReqCPU: reqCPU, TargetCPU: target})
+	}
+	p := pq.pool
+	p.mu.Lock()
+	pq.insert(w)
+	p.mu.Unlock()
+	return true
+}
+
+func (q *Workqueue) reportDestroyed(w *Work) {
+	if q.reported.CompareAndSwap(false, true) {
+		reportError("queue_work_on", w.Func(), fmt.Errorf("%w: %s", ErrDestroyed, q.name))
+	}
+}
+
+// isChained reports whether the caller is a worker executing an item of q
+// (is_chained_work). Costs a gettid and a scan of q's pools' workers.
+func (q *Workqueue) isChained() bool {
+	tid := sched.Gettid()
+	q.mu.Lock()
+	pwqs := append([]*pwq(nil), q.allPwqs...)
+	q.mu.Unlock()
+	for _, pq := range pwqs {
+		p := pq.pool
+		p.mu.Lock()
+		for _, wk := range p.workers {
+			if wk.tid == tid && wk.current != nil && wk.currentPwq != nil && wk.currentPwq.wq == q {
+				p.mu.Unlock()
+				return true
+			}
+		}
+		p.mu.Unlock()
+	}
+	if r := q.rescuer; r != nil && r.wk.tid == tid {
+		return true
+	}
+	return false
+}
+
+// QueueDelayed queues dw after d (d <= 0 queues at once). It returns false
+// if dw was already pending or is disabled. For a per-CPU queue the item
+// runs on the CPU the caller was on; for an unbound queue on any CPU, like
+// the kernel since seed 004's fix. Never blocks. Mirrors
+// queue_delayed_work().
+func (q *Workqueue) QueueDelayed(dw *DelayedWork, d time.Duration) bool {
+	return q.queueDelayedOn(cpuUnbound, dw, d)
+}
+
+// QueueDelayedOn is QueueDelayed on CPU cpu. Mirrors
+// queue_delayed_work_on().
+func (q *Workqueue) QueueDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bool {
+	if cpu < 0 || cpu >= len(q.table.Load().cpu) {
+		reportError("queue_delayed_work_on", dw.Func(), fmt.Errorf("%w: %d", ErrInvalidCPU, cpu))
+		return false
+	}
+	return q.queueDelayedOn(cpu, dw, d)
+}
+
+func (q *Workqueue) queueDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bool {
+	if dw.fn == nil || dw.timer == nil {
+		reportError("queue_delayed_work_on", "", ErrNoFunc)
+		return false
+	}
+	if q.destroyed.Load() {
+		q.reportDestroyed(&dw.Work)
+		return false
+	}
+	if !dw.tryPend() {
+		return false
+	}
+	dw.arm(q, cpu, d)
+	return true
+}
+
+// ModDelayed changes dw's delay to d, queueing it if it was idle. It
+// returns false if dw was idle (and is now queued), true if it was pending
+// (and its timer was modified). A disabled item is not queued. Mirrors
+// mod_delayed_work().
+func (q *Workqueue) ModDelayed(dw *DelayedWork, d time.Duration) bool {
+	return q.modDelayedOn(cpuUnbound, dw, d)
+}
+
+// ModDelayedOn is ModDelayed on CPU cpu. Mirrors mod_delayed_work_on().
+func (q *Workqueue) ModDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bool {
+	if cpu < 0 || cpu >= len(q.table.Load().cpu) {
+		reportError("mod_delayed_work_on", dw.Func(), fmt.Errorf("%w: %d", ErrInvalidCPU, cpu))
+		return false
+	}
+	return q.modDelayedOn(cpu, dw, d)
+}
+
+func (q *Workqueue) modDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bool {
+	if dw.fn == nil || dw.timer == nil {
+		reportError("mod_delayed_work_on", "", ErrNoFunc)
+		return false
+	}
+	if q.destroyed.Load() {
+		q.reportDestroyed(&dw.Work)
+		return false
+	}
+	was := dw.grab(false)
+	if dw.Disabled() {
+		dw.markCancelled()
+		dw.release()
+		return was
+	}
+	dw.arm(q, cpu, d)
+	return was
+}
+
+// Flush waits until every item queued before the call has finished
+// (items queued later are not waited for). It blocks as long as that
+// takes; see FlushContext. Mirrors flush_workqueue().
+func (q *Workqueue) Flush() { _ = q.FlushContext(context.Background()) }
+
+// FlushContext is Flush bounded by ctx: nil once flushed, ctx.Err() if ctx
+// ends first (the items keep running).
+func (q *Workqueue) FlushContext(ctx context.Context) error {
+	q.flushMu.Lock()
+	defer q.flushMu.Unlock()
+	// A flush abandoned by its context still owns the other color: wait for
+	// it to drain before flipping again.
+	if prev := q.flushAbandoned; prev != nil {
+		select {
+		case <-prev:
+			q.flushAbandoned = nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	q.mu.Lock()
+	pwqs := append([]*pwq(nil), q.allPwqs...)
+	q.mu.Unlock()
+	done := make(chan struct{})
+	q.flushDone = done
+	q.flushLeft.Store(int32(len(pwqs)) + 1)
+	for _, pq := range pwqs {
+		p := pq.pool
+		p.mu.Lock()
+		old := pq.color
+		pq.color ^= 1
+		if pq.nrInFlight[old] == 0 {
+			p.mu.Unlock()
+			q.flushPwqDone()
+			continue
+		}
+		pq.flushWaiting = true
+		p.mu.Unlock()
+	}
+	q.flushPwqDone()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		q.flushAbandoned = done
+		return ctx.Err()
+	}
+}
+
+func (q *Workqueue) flushPwqDone() {
+	if q.flushLeft.Add(-1) == 0 {
+		close(q.flushDone)
+	}
+}
+
+// inFlight returns the number of items queued, inactive or running.
+func (q *Workqueue) inFlight() int {
+	q.mu.Lock()
+	pwqs := append([]*pwq(nil), q.allPwqs...)
+	q.mu.Unlock()
+	n := 0
+	for _, pq := range pwqs {
+		pq.pool.mu.Lock()
+		n += pq.nrInFlight[0] + pq.nrInFlight[1]
+		pq.pool.mu.Unlock()
+	}
+	return n
+}
+
+// Drain waits until the queue is empty, flushing repeatedly. While it
+// drains only items running on the queue may queue onto it (chained work);
+// other queue attempts return false and report ErrDraining. Mirrors
+// drain_workqueue().
+func (q *Workqueue) Drain() { _ = q.DrainContext(context.Background()) }
+
+// DrainContext is Drain bounded by ctx.
+func (q *Workqueue) DrainContext(ctx context.Context) error {
+	q.draining.Add(1)
+	defer q.draining.Add(-1)
+	return q.drainLoop(ctx)
+}
+
+func (q *Workqueue) drainLoop(ctx context.Context) error {
+	for {
+		if err := q.FlushContext(ctx); err != nil {
+			return err
+		}
+		if q.inFlight() == 0 {
+			return nil
+		}
+	}
+}
+
+// Destroy drains the queue, including work that its items queue onto it
+// while it drains, then releases its pools and threads. Afterwards Queue
+// returns false and reports ErrDestroyed once. Calling Destroy from one of
+// the queue's own items would deadlock: it reports ErrDeadlock and returns
+// without destroying. A second Destroy waits for the first. Mirrors
+// destroy_workqueue().
+func (q *Workqueue) Destroy() {
+	if q.isChained() {
+		reportError("destroy_workqueue", q.name, ErrDeadlock)
+		return
+	}
+	q.destroyMu.Lock()
+	defer q.destroyMu.Unlock()
+	if q.destroyed.Load() {
+		return
+	}
+	q.draining.Add(1) // never dropped: the queue refuses new work from now on
+	_ = q.drainLoop(context.Background())
+	q.destroyed.Store(true)
+	unregisterQueue(q)
+	if q.rescuer != nil {
+		q.rescuer.stop()
+	}
+	q.mu.Lock()
+	pwqs := q.allPwqs
+	q.allPwqs = nil
+	q.table.Store(&pwqTable{cpu: q.table.Load().cpu[:0:0]})
+	q.mu.Unlock()
+	seen := map[*pool]int{}
+	for _, pq := range pwqs {
+		seen[pq.pool]++
+	}
+	for p, n := range seen {
+		for range n {
+			p.put()
+		}
+	}
+}
+
+// MaxActive returns the queue's max_active.
+func (q *Workqueue) MaxActive() int { return int(q.maxActive.Load()) }
+
+// SetMaxActive changes max_active; items waiting on the inactive list are
+// activated at once if the new limit allows. Returns ErrInvalidArgument for
+// n outside [1, 2048] (nothing changes), and for ordered queues, whose
+// max_active is fixed at 1. Mirrors workqueue_set_max_active().
+func (q *Workqueue) SetMaxActive(n int) error {
+	if n < 1 || n > MaxActive {
+		return fmt.Errorf("workqueue_set_max_active(%q, %d): %w: range [1, %d]", q.name, n, ErrInvalidArgument, MaxActive)
+	}
+	if q.ordered && n != 1 {
+		return fmt.Errorf("workqueue_set_max_active(%q, %d): %w: ordered queues have max_active 1", q.name, n, ErrInvalidArgument)
+	}
+	q.mu.Lock()
+	q.maxActive.Store(int32(n))
+	q.setNodeMax(currentTopology())
+	lims := append([]*activeLimit(nil), q.lims...)
+	q.mu.Unlock()
+	for _, l := range lims {
+		l.scan(nil)
+	}
+	return nil
+}
+
+// Congested reports whether items wait on the inactive list of the pwq
+// that serves cpu (cpu < 0 means the caller's CPU). Advisory; never blocks
+// for long. Mirrors workqueue_congested().
+func (q *Workqueue) Congested(cpu int) bool {
+	t := q.table.Load()
+	if cpu < 0 {
+		cpu = currentCPU()
+	}
+	if cpu >= len(t.cpu) {
+		return false
+	}
+	pq := t.cpu[cpu]
+	pq.pool.mu.Lock()
+	defer pq.pool.mu.Unlock()
+	return !pq.inactive.empty()
+}
+
+func currentCPU() int { return sched.GetCPU() }
+
+// nanotime returns CLOCK_MONOTONIC in ns, the clock of events and stats.
+func nanotime() int64 { return time.Since(epoch).Nanoseconds() + epochMono }
+
+// epoch pairs a time.Time (whose monotonic reading is read through the
+// vDSO) with CLOCK_MONOTONIC, so nanotime costs one vDSO call.
+var epochMono = sched.MonotonicNs()
+var epoch = time.Now()
