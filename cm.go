@@ -260,7 +260,7 @@ func (p *pool) wakeOrCreate() {
 		return
 	}
 	if n := len(p.idle); n > 0 {
-		p.idle[n-1].parker.Unpark()
+		p.mu.wake = p.idle[n-1]
 		return
 	}
 	p.createWorker()

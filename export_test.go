@@ -87,3 +87,6 @@ func (q *Workqueue) DumpState() string {
 	}
 	return s
 }
+
+// SetTopologySource injects a topology source (hotplug tests).
+var SetTopologySource = setTopologySource

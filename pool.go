@@ -57,7 +57,7 @@ type pool struct {
 	cm   bool  // concurrency-managed (per-CPU pools)
 	cpus []int // CPUs workers may run on; immutable except under mu on hotplug
 
-	mu            sync.Mutex
+	mu            poolMutex
 	worklist      workList  // guarded by mu
 	workers       []*worker // guarded by mu
 	idle          []*worker // guarded by mu: idle stack, most recent last
@@ -90,6 +90,9 @@ func getPool(key poolKey, cpus []int) *pool {
 	if r.m == nil {
 		r.m = make(map[poolKey]*pool)
 	}
+	if len(r.m) == 0 {
+		startHotplugWatch()
+	}
 	p := r.m[key]
 	if p == nil {
 		p = &pool{key: key, id: r.nextID, cm: key.cpu >= 0, cpus: cpus}
@@ -116,7 +119,11 @@ func (p *pool) put() {
 		return
 	}
 	delete(r.m, p.key)
+	last := len(r.m) == 0
 	r.mu.Unlock()
+	if last {
+		stopHotplugWatch()
+	}
 	if p.cm {
 		cmUnregister(p)
 	}
@@ -169,11 +176,31 @@ func (p *pool) kick() {
 		return
 	}
 	if n := len(p.idle); n > 0 {
-		p.idle[n-1].parker.Unpark()
+		p.mu.wake = p.idle[n-1]
 		return
 	}
 	if len(p.workers) == 0 {
 		p.createWorker()
+	}
+}
+
+// poolMutex is the pool lock. A worker woken while the lock is held is
+// woken only by Unlock, after the lock is free: an RT worker woken inside
+// the critical section would preempt the waker on its CPU and then block
+// on the very lock the preempted waker holds.
+type poolMutex struct {
+	m    sync.Mutex
+	wake *worker // guarded by m: worker to unpark at Unlock
+}
+
+func (pm *poolMutex) Lock() { pm.m.Lock() }
+
+func (pm *poolMutex) Unlock() {
+	wk := pm.wake
+	pm.wake = nil
+	pm.m.Unlock()
+	if wk != nil {
+		wk.parker.Unpark()
 	}
 }
 
@@ -346,6 +373,7 @@ type worker struct {
 	gen          uint64              // guarded by pool.mu: items started
 	lastActive   int64               // guarded by pool.mu: ns when it last went idle
 
+	cpuStart int64 // owned by the worker: thread CPU ns at item start, -1 when not accounted
 	cpuAt    int64 // owned by the CM monitor: thread CPU ns at item start or wake
 	seenAt   uint64
 	setupErr error
@@ -521,6 +549,10 @@ func (wk *worker) afterItem(pq *pwq, color uint8) {
 // runtime.Goexit; the worker has then left the pool.
 func (wk *worker) runItem(w *Work, fn func(), pq *pwq, color uint8) (ok bool) {
 	s := w.startRun()
+	wk.cpuStart = -1
+	if cpuAccounting.Load() {
+		wk.cpuStart = sched.SelfCPUTime()
+	}
 	t := tracer.Load()
 	if t != nil {
 		(*t).Trace(&wqtrace.Event{Kind: wqtrace.ExecuteStart, TimeNs: nanotime(), CPU: sched.GetCPU(), TID: wk.tid, Comm: wk.name, Work: w.addr(), Function: w.Func(), Workqueue: pq.wq.name})
@@ -566,6 +598,11 @@ func (wk *worker) runItem(w *Work, fn func(), pq *pwq, color uint8) (ok bool) {
 
 func (wk *worker) endItem(w *Work, pq *pwq, s uint64, t *wqtrace.Tracer) {
 	// Counted before flush waiters are released, so that they see it.
+	end := nanotime()
+	pq.stats.exec.observe(end - wk.currentAt)
+	if wk.cpuStart >= 0 {
+		pq.stats.cpuTimeNs.Add(sched.SelfCPUTime() - wk.cpuStart)
+	}
 	pq.stats.completed.Add(1)
 	if t != nil {
 		(*t).Trace(&wqtrace.Event{Kind: wqtrace.ExecuteEnd, TimeNs: nanotime(), CPU: sched.GetCPU(), TID: wk.tid, Comm: wk.name, Work: w.addr(), Function: w.Func()})

@@ -173,6 +173,7 @@ type pwqStats struct {
 	rescued      atomic.Int64 // items run by the rescuer
 	panics       atomic.Int64 // work functions that panicked
 	latency      latencyHist  // queue-to-start
+	exec         latencyHist  // execution time (start to end)
 }
 
 func (s *pwqStats) observeLatency(ns int64) { s.latency.observe(ns) }

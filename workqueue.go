@@ -39,6 +39,7 @@ type Workqueue struct {
 	maxActive atomic.Int32
 	attrs     queueAttrs // guarded by mu
 	rescuer   *rescuer   // immutable after Alloc
+	fellBack  bool       // immutable after Alloc: got a lower class than asked
 
 	draining  atomic.Int32
 	destroyed atomic.Bool
@@ -66,6 +67,8 @@ type queueAttrs struct {
 	cpus   topology.CPUSet // unbound cpumask; empty means all
 	scope  topology.Scope
 	strict bool
+	// scopeDefault: the scope follows default_affinity_scope ("default").
+	scopeDefault bool
 }
 
 // Alloc creates a workqueue. flags select the pool type (PerCPU, the
@@ -142,15 +145,18 @@ func alloc(name string, flags Flags, maxActive int, opts []Option) (*Workqueue, 
 		slog.Warn("workqueue: RT class not permitted, falling back to HighPri", "workqueue", name)
 		q.flags = q.flags&^RT | HighPri
 		pol = PolicyHighPri
+		q.fellBack = true
 	}
-	q.attrs = queueAttrs{class: class, policy: pol, scope: defaultScope(), strict: false}
+	q.attrs = queueAttrs{class: class, policy: pol, scope: defaultScope(), scopeDefault: true}
 	if q.flags&RT != 0 && q.unbound {
 		// Seed 002: RT unbound queues get the cpu scope, strictly.
 		q.attrs.scope = topology.ScopeCPU
 		q.attrs.strict = true
+		q.attrs.scopeDefault = false
 	}
 	if q.ordered {
 		q.attrs.scope = topology.ScopeSystem
+		q.attrs.scopeDefault = false
 	}
 	if flags&MemReclaim != 0 {
 		q.rescuer = newRescuer(q)
@@ -211,7 +217,15 @@ func (q *Workqueue) installTable(topo *topology.Topology) {
 		q.table.Store(t)
 		return
 	}
+	if q.attrs.scopeDefault {
+		q.attrs.scope = defaultScope()
+	}
 	mask := topo.Online
+	if g := unboundMask.Load(); g != nil {
+		if m := g.And(mask); !m.IsEmpty() {
+			mask = m
+		}
+	}
 	if !q.attrs.cpus.IsEmpty() {
 		if m := q.attrs.cpus.And(topo.Online); !m.IsEmpty() {
 			mask = m

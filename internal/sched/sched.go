@@ -255,3 +255,11 @@ func MonotonicNs() int64 {
 	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
 	return ts.Nano()
 }
+
+// SelfCPUTime returns the calling thread's consumed CPU time in ns
+// (CLOCK_THREAD_CPUTIME_ID). One system call, about 0.1-0.3 us.
+func SelfCPUTime() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
+	return ts.Nano()
+}

@@ -65,3 +65,26 @@ func ProcessAlive(tid int) bool {
 	_, err := os.Stat("/proc/self/task/" + strconv.Itoa(tid))
 	return err == nil
 }
+
+// LastCPU returns the CPU thread tid of this process last ran on (field 39
+// of /proc/self/task/<tid>/stat), or -1 when it cannot be read.
+func LastCPU(tid int) int {
+	b, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(tid) + "/stat")
+	if err != nil {
+		return -1
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return -1
+	}
+	f := bytes.Fields(b[i+1:])
+	// After ")": field 3 (state) is f[0]; field 39 (processor) is f[36].
+	if len(f) < 37 {
+		return -1
+	}
+	n, err := strconv.Atoi(string(f[36]))
+	if err != nil {
+		return -1
+	}
+	return n
+}

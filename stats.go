@@ -1,0 +1,197 @@
+package wq
+
+import (
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/gowq/wq/internal/sched"
+)
+
+// QueueStats are a workqueue's counters, the columns of the kernel's
+// tools/workqueue/wq_monitor.py, plus latency histograms. Counters are
+// totals since Alloc.
+type QueueStats struct {
+	Name    string
+	Flags   Flags
+	Policy  Policy
+	Total   int64         // items started (total)
+	Infl    int64         // items started and not yet finished (infl)
+	CPUTime time.Duration // CPU time of the queue's items (CPUtime), from each worker thread's CPU clock
+	CPUItsv int64         // CPU-intensive violations (CPUitsv); per-CPU queues only
+	CMW     int64         // concurrency-management wake-ups (CMW); per-CPU queues only
+	RPR     int64         // repatriations (RPR); unbound queues only
+	Mayday  int64         // mayday requests sent to the rescuer
+	Rescued int64         // items the rescuer ran
+	Panics  int64         // work functions that panicked
+	// Latency is queue-to-start (queue_work to execute_start), Exec is
+	// execution time (execute_start to execute_end); both in ns.
+	Latency HistSnapshot
+	Exec    HistSnapshot
+	// Fallback is true when the queue asked for a class the process may
+	// not use and got a lower one (AllowRTFallback).
+	Fallback bool
+}
+
+// Stats returns a snapshot of q's counters. It never blocks for long and
+// is safe from any goroutine; counters of different columns may be a few
+// items apart.
+func (q *Workqueue) Stats() QueueStats {
+	q.mu.Lock()
+	pwqs := append([]*pwq(nil), q.allPwqs...)
+	pol := q.attrs.policy
+	q.mu.Unlock()
+	s := QueueStats{Name: q.name, Flags: q.flags, Policy: pol, Fallback: q.fellBack}
+	for _, pq := range pwqs {
+		st := &pq.stats
+		started, done := st.started.Load(), st.completed.Load()
+		s.Total += started
+		s.Infl += started - done
+		s.CPUTime += time.Duration(st.cpuTimeNs.Load())
+		s.CPUItsv += st.cpuIntensive.Load()
+		s.CMW += st.cmWakeups.Load()
+		s.RPR += st.repatriated.Load()
+		s.Mayday += st.mayday.Load()
+		s.Rescued += st.rescued.Load()
+		s.Panics += st.panics.Load()
+		s.Latency = s.Latency.merge(st.latency.snapshot())
+		s.Exec = s.Exec.merge(st.exec.snapshot())
+	}
+	return s
+}
+
+func (s HistSnapshot) merge(o HistSnapshot) HistSnapshot {
+	if s.Count == 0 {
+		return o
+	}
+	if o.Count == 0 {
+		return s
+	}
+	m := map[int64]int64{}
+	for _, b := range s.Buckets {
+		m[b.LowerNs] += b.Count
+	}
+	for _, b := range o.Buckets {
+		m[b.LowerNs] += b.Count
+	}
+	out := HistSnapshot{Count: s.Count + o.Count, SumNs: s.SumNs + o.SumNs, MaxNs: max(s.MaxNs, o.MaxNs)}
+	for lo, c := range m {
+		out.Buckets = append(out.Buckets, HistBucket{LowerNs: lo, Count: c})
+	}
+	sort.Slice(out.Buckets, func(i, j int) bool { return out.Buckets[i].LowerNs < out.Buckets[j].LowerNs })
+	return out
+}
+
+// Queues returns the live workqueues (created and not destroyed), sorted by
+// name. sysfsOnly limits it to queues created with the Sysfs flag, as the
+// kernel's /sys/devices/virtual/workqueue does.
+func Queues(sysfsOnly bool) []*Workqueue {
+	qs := liveQueues()
+	out := qs[:0]
+	for _, q := range qs {
+		if !sysfsOnly || q.flags&Sysfs != 0 {
+			out = append(out, q)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// PoolInfo describes one worker pool, like a line of wq_dump.py.
+type PoolInfo struct {
+	ID            int
+	CPU           int    // -1 for unbound pools
+	CPUs          string // CPUs its workers may run on, list format
+	Pod           string // unbound: the pod, list format
+	Strict        bool
+	Policy        string // "SCHED_OTHER" or "SCHED_FIFO"
+	Prio          int    // RT priority, 0 for SCHED_OTHER
+	Nice          int
+	Workers       []WorkerInfo
+	Idle          int
+	Pending       int  // items on its worklist
+	Disassociated bool // per-CPU pool whose CPU is offline
+}
+
+// WorkerInfo describes one worker thread.
+type WorkerInfo struct {
+	Name    string // e.g. "kworker/0:1H"
+	TID     int    // thread id
+	Idle    bool
+	Func    string        // current work function, "" when idle
+	Running time.Duration // how long the current item has run
+	CPU     int           // CPU it last ran on (from /proc), -1 unknown
+}
+
+// Pools returns every live pool with its workers, sorted by id. It reads
+// each worker's last CPU from /proc; it never blocks on work.
+func Pools() []PoolInfo {
+	poolRegistry.mu.Lock()
+	var ps []*pool
+	for _, p := range poolRegistry.m {
+		ps = append(ps, p)
+	}
+	poolRegistry.mu.Unlock()
+	sort.Slice(ps, func(i, j int) bool { return ps[i].id < ps[j].id })
+	out := make([]PoolInfo, 0, len(ps))
+	for _, p := range ps {
+		c := p.key.class
+		pi := PoolInfo{ID: p.id, CPU: p.key.cpu, Pod: p.key.pod, Strict: p.key.strict,
+			Policy: c.policy.String(), Prio: c.prio, Nice: c.nice}
+		p.mu.Lock()
+		pi.CPUs = intsList(p.cpus)
+		pi.Idle = len(p.idle)
+		pi.Pending = p.worklist.n
+		pi.Disassociated = p.disassociated
+		p.mu.Unlock()
+		for _, wi := range p.snapshotWorkers() {
+			pi.Workers = append(pi.Workers, WorkerInfo{Name: wi.Name, TID: wi.TID, Idle: wi.Idle, Func: wi.Func,
+				Running: time.Duration(wi.RunningNs), CPU: sched.LastCPU(wi.TID)})
+		}
+		out = append(out, pi)
+	}
+	return out
+}
+
+func intsList(cpus []int) string {
+	s := ""
+	for i := 0; i < len(cpus); {
+		j := i
+		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
+			j++
+		}
+		if s != "" {
+			s += ","
+		}
+		s += strconv.Itoa(cpus[i])
+		if j > i {
+			s += "-" + strconv.Itoa(cpus[j])
+		}
+		i = j + 1
+	}
+	return s
+}
+
+// AffinityPods returns the pods of every affinity scope over the online
+// CPUs, in list format, like the first part of wq_dump.py.
+func AffinityPods() map[string][]string {
+	t := currentTopology()
+	out := map[string][]string{}
+	for _, s := range []Scope{ScopeCPU, ScopeSMT, ScopeCache, ScopeNUMA, ScopeSystem} {
+		for _, p := range t.Pods(s) {
+			out[s.String()] = append(out[s.String()], p.String())
+		}
+	}
+	return out
+}
+
+// PoolIDs returns, for each CPU id, the id of the pool that serves items
+// queued on that CPU (the last part of wq_dump.py).
+func (q *Workqueue) PoolIDs() []int {
+	t := q.table.Load()
+	out := make([]int, len(t.cpu))
+	for c, pq := range t.cpu {
+		out[c] = pq.pool.id
+	}
+	return out
+}
