@@ -216,7 +216,11 @@ func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick 
 			// First sight of this item: start its CPU window here. The
 			// item has run at most one tick before this.
 			wk.seenAt = r.gen
-			wk.cpuAt = r.cpuNs - min(now-wk.currentAt, int64(time.Duration(cmTick.Load())))
+			if c0 := wk.cpuStart.Load(); c0 >= 0 && c0 <= r.cpuNs {
+				wk.cpuAt = c0 // read by the worker at the item's start
+			} else {
+				wk.cpuAt = r.cpuNs - min(now-wk.currentAt, int64(time.Duration(cmTick.Load())))
+			}
 		}
 		pq := wk.currentPwq
 		switch {

@@ -373,7 +373,7 @@ type worker struct {
 	gen          uint64              // guarded by pool.mu: items started
 	lastActive   int64               // guarded by pool.mu: ns when it last went idle
 
-	cpuStart int64 // owned by the worker: thread CPU ns at item start, -1 when not accounted
+	cpuStart atomic.Int64 // written by the worker: thread CPU ns at item start, -1 when unknown
 	cpuAt    int64 // owned by the CM monitor: thread CPU ns at item start or wake
 	seenAt   uint64
 	setupErr error
@@ -492,6 +492,7 @@ func (wk *worker) processOne(w *Work) bool {
 	wk.current, wk.currentPwq, wk.currentAt = w, pq, now
 	wk.currentFn = ""
 	wk.gen++
+	wk.cpuStart.Store(-1) // until runItem reads the clock; the CM monitor then knows it is unknown
 	wk.curPwq.Store(pq)
 	w.runner.Store(wk)
 	if pq.wq.flags&CPUIntensive != 0 {
@@ -549,9 +550,8 @@ func (wk *worker) afterItem(pq *pwq, color uint8) {
 // runtime.Goexit; the worker has then left the pool.
 func (wk *worker) runItem(w *Work, fn func(), pq *pwq, color uint8) (ok bool) {
 	s := w.startRun()
-	wk.cpuStart = -1
 	if cpuAccounting.Load() {
-		wk.cpuStart = sched.SelfCPUTime()
+		wk.cpuStart.Store(sched.SelfCPUTime())
 	}
 	t := tracer.Load()
 	if t != nil {
@@ -600,8 +600,8 @@ func (wk *worker) endItem(w *Work, pq *pwq, s uint64, t *wqtrace.Tracer) {
 	// Counted before flush waiters are released, so that they see it.
 	end := nanotime()
 	pq.stats.exec.observe(end - wk.currentAt)
-	if wk.cpuStart >= 0 {
-		pq.stats.cpuTimeNs.Add(sched.SelfCPUTime() - wk.cpuStart)
+	if c0 := wk.cpuStart.Load(); c0 >= 0 {
+		pq.stats.cpuTimeNs.Add(sched.SelfCPUTime() - c0)
 	}
 	pq.stats.completed.Add(1)
 	if t != nil {

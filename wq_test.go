@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 
 	"github.com/gowq/wq"
 	"github.com/gowq/wq/internal/sched"
@@ -386,19 +387,27 @@ func TestConcurrencyManagement(t *testing.T) {
 	}
 }
 
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
+	return time.Duration(ts.Nano())
+}
+
 func TestCPUIntensiveDetection(t *testing.T) {
 	q := mustAlloc(t, "cpuitsv", wq.PerCPU, 0)
-	var spinnerDone, otherRan atomic.Bool
-	var otherBeforeSpinner atomic.Bool
+	var otherRan, otherBeforeSpinner, spinnerDone atomic.Bool
+	// The spinner burns CPU time (not wall time, which a loaded machine
+	// stretches) until the item queued behind it has run, or 2 s of CPU.
+	// Only CPU-intensive detection lets that item start on this pool.
 	q.QueueOn(0, wq.NewWork(func() {
-		s := time.Now()
-		for time.Since(s) < 40*time.Millisecond {
+		s := threadCPU()
+		for (threadCPU()-s < 40*time.Millisecond || !otherRan.Load()) && threadCPU()-s < 2*time.Second {
 		}
 		spinnerDone.Store(true)
 	}))
 	q.QueueOn(0, wq.NewWork(func() {
-		otherRan.Store(true)
 		otherBeforeSpinner.Store(!spinnerDone.Load())
+		otherRan.Store(true)
 	}))
 	q.Flush()
 	if got := q.Stat("cpuitsv"); got != 1 {
@@ -408,8 +417,6 @@ func TestCPUIntensiveDetection(t *testing.T) {
 		t.Fatal("second item never ran")
 	}
 	if !otherBeforeSpinner.Load() {
-		// The spinner was marked CPU-intensive, so the pool let the next
-		// item start before it ended (it is alone in the pool otherwise).
 		t.Error("the item behind a CPU-intensive spinner waited for it to end")
 	}
 }

@@ -1,0 +1,106 @@
+// Package kthread brings the Linux kernel's kthread_worker API
+// (include/linux/kthread.h, kernel/kthread.c) to Go: a Worker is one
+// dedicated OS thread, with its own name, CPU affinity and scheduling class,
+// that runs the work items queued on it one at a time, in queue order.
+// Where package wq shares pools of workers between queues and manages
+// their concurrency, a kthread Worker is a single private thread: the tool
+// for latency-critical work that must not wait behind anybody else's, as in
+// seed 003, where EROFS moved decompression from an UNBOUND|HIGHPRI
+// workqueue to per-CPU SCHED_FIFO kthread workers and cut scheduling
+// latency by about 80%.
+//
+// # Design
+//
+// A Worker's thread is started with internal/sched.GoLocked: a goroutine
+// locked to an OS thread other than the main thread and never unlocked, so
+// the name, affinity (CreateWorkerOnCPU) and class (WithFIFO, WithFIFOLow,
+// WithNice, SetFIFO, SetFIFOLow, SetNormal) set on that thread die with it
+// and never leak into unrelated goroutines.
+//
+// The worker keeps a worklist and a list of delayed items whose timers are
+// armed, both guarded by the worker's mutex, which is held for a few
+// instructions at a time and never across a work function. A work item
+// (Work, DelayedWork) is attached to one worker at a time, like the
+// kernel's work->worker; it may move to another worker only while idle.
+// Flushes insert a barrier item after the flushed item (or at the head of
+// the list when it is running) and wait for it to run, as
+// kthread_flush_work does; cancel-sync blocks queueing while it waits.
+//
+// # Wake path
+//
+// An idle worker parks in a futex system call on a word of its own
+// (internal/sched.Parker) and the queueing thread wakes it with futex_wake
+// (Parker.Unpark) after linking the item. The kernel then schedules the
+// worker at its own policy, so a SCHED_FIFO worker preempts ordinary load
+// at once. No Go channel, mutex or sync.Cond is on this path: a goroutine
+// locked to its thread and blocked on one of those is woken through an
+// ordinary SCHED_OTHER thread first (startlockedm), and under CPU load the
+// RT worker would wait behind it (DESIGN-NOTES, section 3). Flush and
+// cancel waiters, which are not on the latency path, do wait on channels.
+//
+// # Per-CPU sets
+//
+// PerCPU is seed 003's pool: one worker per online CPU, named name/<cpu>
+// and bound to it, optionally SCHED_FIFO-low, plus a fallback workqueue
+// (UNBOUND|HIGHPRI by default) for CPUs without a worker. Queue reads the
+// CPU -> worker table with one atomic load: the table is an immutable
+// slice replaced whole on every change, the Go shape of the seed's
+// RCU-protected array. The set subscribes to wq.OnCPUChange: when a CPU
+// leaves, the new table is published first and the CPU's worker is then
+// destroyed on another goroutine after its queued items have run; a queue
+// that loaded the old table is refused by the retiring worker and goes to
+// the fallback, so nothing is lost. When the CPU returns a worker is
+// created again. To run on the fallback workqueue without allocating, a
+// Work embeds a wq.Work.
+//
+// # Guarantees
+//
+//   - Serial: the items of a worker run one at a time, in queue order, on
+//     its thread. A work item never runs concurrently with itself while it
+//     is queued only on one worker, or only through one PerCPU set.
+//   - Nothing is dropped: a queue call that returns true runs the item
+//     once unless it is cancelled, including across Destroy and hotplug.
+//     The one exception is Destroy with delayed items still armed, which
+//     the kernel forbids: they are cancelled and Destroy returns
+//     ErrDelayedPending naming them.
+//   - Panics in work functions are recovered and reported
+//     (SetPanicHandler, default log/slog); the worker keeps serving.
+//   - A work function that calls runtime.Goexit ends its goroutine and
+//     thread; the worker detects it, starts a replacement thread with the
+//     same name, affinity and class (TID changes), reports ErrGoexit and
+//     keeps serving. Flush and cancel waiters are released normally.
+//   - Use after Destroy: queueing returns false and reports ErrDestroyed
+//     once per worker; nothing is left pending, nothing panics.
+//   - Never a silent downgrade: a class the process may not use fails
+//     creation with an error matching ErrPermission that says how to grant
+//     the privilege.
+//   - Allocation-free queueing: QueueWork, QueueDelayedWork,
+//     ModDelayedWork and PerCPU.Queue make no allocation (Flush and cancel
+//     allocate one barrier).
+//
+// # Kernel mapping
+//
+//	kthread_create_worker(flags, "name")          CreateWorker("name")
+//	kthread_create_worker_on_cpu(cpu, flags, ...) CreateWorkerOnCPU(cpu, "name") -> thread "name/cpu"
+//	sched_set_fifo(worker->task)                  WithFIFO() or SetFIFO(wk)         SCHED_FIFO 50
+//	sched_set_fifo_low(worker->task)              WithFIFOLow() or SetFIFOLow(wk)   SCHED_FIFO 1
+//	sched_set_normal(worker->task, nice)          WithNice(nice) or SetNormal(wk, nice)
+//	kthread_init_work / DEFINE_KTHREAD_WORK       (*Work).Init, NewWork
+//	kthread_init_delayed_work                     (*DelayedWork).Init, NewDelayedWork
+//	kthread_queue_work                            (*Worker).QueueWork
+//	kthread_queue_delayed_work                    (*Worker).QueueDelayedWork
+//	kthread_mod_delayed_work                      (*Worker).ModDelayedWork
+//	kthread_flush_work                            (*Worker).FlushWork, (*PerCPU).FlushWork
+//	kthread_flush_worker                          (*Worker).FlushWorker
+//	kthread_cancel_work_sync                      (*Worker).CancelWorkSync, (*PerCPU).CancelWorkSync
+//	kthread_cancel_delayed_work_sync              (*Worker).CancelDelayedWorkSync
+//	kthread_destroy_worker                        (*Worker).Destroy
+//	worker->task's pid                            (*Worker).TID
+//	seed 003 z_erofs_pcpu_workers + cpuhp state   PerCPU: NewPerCPU, Queue, QueueLocal, Worker, Destroy
+//
+// Differences from the kernel: a work item queued on a second worker while
+// busy on the first is refused (false, ErrOtherWorker reported) instead of
+// WARNing and corrupting lists; FlushWork of an armed delayed item queues
+// it at once and waits; waits that would wait for the caller's own thread
+// return at once and report ErrDeadlock instead of hanging.
+package kthread

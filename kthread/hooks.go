@@ -1,0 +1,111 @@
+package kthread
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+)
+
+// Errors. All are matched with errors.Is.
+var (
+	// ErrPermission: the process may not give the worker the requested
+	// policy, priority or nice (no CAP_SYS_NICE and an insufficient
+	// RLIMIT_RTPRIO / RLIMIT_NICE). Errors carrying it also match
+	// internal/sched's ErrPermission and say how to grant the privilege.
+	ErrPermission = errors.New("kthread: operation not permitted")
+	// ErrInvalidArgument: an out-of-range or malformed argument (nice out
+	// of [-20, 19], an empty name, a nil worker).
+	ErrInvalidArgument = errors.New("kthread: invalid argument")
+	// ErrInvalidCPU: a CPU that does not exist or that the process may not
+	// use.
+	ErrInvalidCPU = errors.New("kthread: invalid CPU")
+	// ErrNoFunc: a Work without a function (not initialised with Init).
+	ErrNoFunc = errors.New("kthread: work item has no function (call Init)")
+	// ErrDestroyed: the worker (or PerCPU set) was destroyed, or is being
+	// destroyed and refuses new work.
+	ErrDestroyed = errors.New("kthread: worker destroyed")
+	// ErrOtherWorker: the work item is pending, running or being cancelled
+	// on another worker; a work item is attached to one worker at a time
+	// (the kernel WARNs in kthread_insert_work_sanity_check).
+	ErrOtherWorker = errors.New("kthread: work item is busy on another worker")
+	// ErrDeadlock: a wait that would wait for the caller itself, for
+	// example FlushWork of an item from inside a work function running on
+	// the same worker.
+	ErrDeadlock = errors.New("kthread: wait would deadlock")
+	// ErrDelayedPending: Destroy found delayed work still armed (the kernel
+	// requires it to be cancelled first) and cancelled it; that work will
+	// not run.
+	ErrDelayedPending = errors.New("kthread: delayed work was still armed at destroy and was cancelled")
+	// ErrGoexit: a work function called runtime.Goexit; the worker's thread
+	// was replaced (reported to the error handler).
+	ErrGoexit = errors.New("kthread: work function called runtime.Goexit")
+)
+
+// PanicInfo describes a panic recovered from a work function.
+type PanicInfo struct {
+	Worker string // the worker's name, e.g. "erofs_worker/1"
+	Func   string // work function name, as %ps prints it
+	Value  any    // the value passed to panic
+	Stack  []byte // the panicking goroutine's stack (debug.Stack)
+}
+
+// Error returns a one-line description.
+func (p PanicInfo) Error() string {
+	return fmt.Sprintf("kthread: work function %s on %s panicked: %v", p.Func, p.Worker, p.Value)
+}
+
+var (
+	panicHandler atomic.Pointer[func(PanicInfo)]
+	errorHandler atomic.Pointer[func(op, fn string, err error)]
+)
+
+// SetPanicHandler sets the function called, on the worker's thread, when a
+// work function panics; nil restores the default, which logs the worker,
+// the function, the value and the stack with log/slog at error level. The
+// worker keeps serving and flush waiters are released; the item counts as
+// done. Panics of items run on a PerCPU set's fallback workqueue go to
+// wq.SetPanicHandler instead. Safe from any goroutine; the handler should
+// not block (it delays every item behind it).
+func SetPanicHandler(h func(PanicInfo)) {
+	if h == nil {
+		panicHandler.Store(nil)
+		return
+	}
+	panicHandler.Store(&h)
+}
+
+func reportPanic(pi PanicInfo) {
+	if h := panicHandler.Load(); h != nil {
+		(*h)(pi)
+		return
+	}
+	slog.Error("kthread: work function panicked", "worker", pi.Worker,
+		"function", pi.Func, "panic", fmt.Sprint(pi.Value), "stack", string(pi.Stack))
+}
+
+// SetErrorHandler sets the function called when an operation that returns
+// only a bool (as the kernel's do) or that runs asynchronously hits an
+// error: queueing on a destroyed worker (ErrDestroyed, once per worker), on
+// a second worker (ErrOtherWorker), a nil function (ErrNoFunc), a wait that
+// would deadlock (ErrDeadlock), a work function that called runtime.Goexit
+// (ErrGoexit), a PerCPU worker that could not be created after a CPU came
+// online. op names the kernel function ("kthread_queue_work"), fn the work
+// function (or the worker's name). nil restores the default, which logs
+// with log/slog at warning level. Safe from any goroutine; the handler must
+// not block.
+func SetErrorHandler(h func(op, fn string, err error)) {
+	if h == nil {
+		errorHandler.Store(nil)
+		return
+	}
+	errorHandler.Store(&h)
+}
+
+func reportError(op, fn string, err error) {
+	if h := errorHandler.Load(); h != nil {
+		(*h)(op, fn, err)
+		return
+	}
+	slog.Warn("kthread: "+op+" failed", "function", fn, "err", err)
+}

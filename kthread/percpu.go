@@ -1,0 +1,302 @@
+package kthread
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/sched"
+)
+
+// PerCPU is a set of workers, one bound to each online CPU, with a
+// workqueue to fall back on when a CPU has none: the EROFS per-CPU
+// kthread_worker pool of seed 003 (z_erofs_pcpu_workers). It follows CPU
+// hotplug. All methods are safe from any goroutine.
+//
+// The CPU -> worker table is an immutable slice published through an
+// atomic pointer and replaced whole on every change (the seed's RCU
+// array): Queue reads it with one atomic load and takes no set-wide lock.
+// A queue that races with the retirement of its CPU's worker is refused by
+// that worker and goes to the fallback workqueue, so no grace period is
+// needed and nothing is lost.
+type PerCPU struct {
+	name        string
+	opts        []Option
+	fallback    *wq.Workqueue // immutable
+	ownFallback bool          // the set allocated fallback and destroys it
+	fbOwner     *Worker       // owner of items queued on fallback; no thread
+
+	workers atomic.Pointer[[]*Worker] // atomic: immutable table indexed by CPU, nil entries for CPUs without a worker
+
+	mu        sync.Mutex     // serialises table changes (apply) and Destroy
+	destroyed atomic.Bool    // written under mu
+	retiring  sync.WaitGroup // Add under mu: workers being destroyed after their CPU left
+	cancelSub func()         // unsubscribes from wq.OnCPUChange
+	reported  atomic.Bool    // ErrDestroyed reported once
+	done      chan struct{}  // closed when Destroy has finished
+}
+
+// NewPerCPU creates a worker named name/<cpu> on every online CPU (see
+// CreateWorkerOnCPU; opts apply to each, e.g. WithFIFOLow for seed 003's
+// HIPRI variant) and subscribes to CPU hotplug (wq.OnCPUChange). Items for
+// a CPU without a worker go to fallback; if fallback is nil, the set
+// allocates its own UNBOUND|HIGHPRI workqueue named name with max_active =
+// the number of online CPUs, as seed 003 does, and destroys it in Destroy.
+// It blocks while the threads are created. Errors: ErrInvalidArgument,
+// ErrPermission (for the class of the workers, or for the HIGHPRI fallback
+// without CAP_SYS_NICE: pass a fallback of your own then), or the first
+// worker creation error; nothing is left running on error. Mirrors
+// erofs_init_percpu_workers() + erofs_cpu_hotplug_init().
+func NewPerCPU(name string, fallback *wq.Workqueue, opts ...Option) (*PerCPU, error) {
+	if name == "" {
+		return nil, fmt.Errorf("kthread: new per-CPU set: %w: empty name", ErrInvalidArgument)
+	}
+	o, err := parseOptions(opts)
+	if err != nil {
+		return nil, fmt.Errorf("kthread: new per-CPU set %q: %w", name, err)
+	}
+	if err := checkPrivilege(o.attr); err != nil {
+		return nil, fmt.Errorf("kthread: new per-CPU set %q: %w", name, err)
+	}
+	s := &PerCPU{name: name, opts: slices.Clone(opts), done: make(chan struct{})}
+	if fallback == nil {
+		q, err := wq.Alloc(name, wq.Unbound|wq.HighPri, max(len(wq.OnlineCPUs()), 1))
+		if err != nil {
+			if errors.Is(err, wq.ErrPermission) {
+				err = fmt.Errorf("%w: %w", ErrPermission, err)
+			}
+			return nil, fmt.Errorf("kthread: new per-CPU set %q: fallback workqueue: %w", name, err)
+		}
+		fallback, s.ownFallback = q, true
+	}
+	s.fallback = fallback
+	s.fbOwner = &Worker{name: fallback.Name(), cpu: -1, set: s, fallback: fallback}
+	s.workers.Store(&[]*Worker{})
+	// Subscribe first, then read the online CPUs under mu: a change that
+	// happens in between is applied again by the subscriber, so none is
+	// missed (the seed's "could miss cpu{off,on}line?").
+	s.cancelSub = wq.OnCPUChange(s.apply)
+	s.mu.Lock()
+	err = s.applyLocked(wq.OnlineCPUs(), true)
+	s.mu.Unlock()
+	if err != nil {
+		_ = s.Destroy()
+		return nil, fmt.Errorf("kthread: new per-CPU set %q: %w", name, err)
+	}
+	return s, nil
+}
+
+// apply is the hotplug subscriber: it makes the table match online.
+func (s *PerCPU) apply(online []int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_ = s.applyLocked(online, false)
+}
+
+// applyLocked creates workers for CPUs in online that have none and
+// retires the workers of CPUs no longer in it: the new table is published
+// first, then each retired worker is destroyed on a goroutine of its own
+// after its queued items have run (erofs_cpu_offline's synchronize_rcu +
+// kthread_destroy_worker; the wq subscriber must not block). With strict,
+// the first creation error is returned; otherwise creation errors are
+// reported and the CPU stays without a worker (its items go to the
+// fallback). Called with mu held.
+func (s *PerCPU) applyLocked(online []int, strict bool) error {
+	if s.destroyed.Load() {
+		return nil
+	}
+	old := *s.workers.Load()
+	n := len(old)
+	for _, c := range online {
+		n = max(n, c+1)
+	}
+	tbl := make([]*Worker, n)
+	in := make([]bool, n)
+	var firstErr error
+	for _, c := range online {
+		if c < 0 {
+			continue
+		}
+		in[c] = true
+		if c < len(old) && old[c] != nil {
+			tbl[c] = old[c]
+			continue
+		}
+		wk, err := create(c, s.name+"/"+fmt.Sprint(c), s, s.opts)
+		if err != nil {
+			if strict {
+				firstErr = err
+				break
+			}
+			reportError("kthread_create_worker_on_cpu", s.name, err)
+			continue
+		}
+		tbl[c] = wk
+	}
+	var retire []*Worker
+	for c, wk := range old {
+		if wk != nil && !in[c] {
+			retire = append(retire, wk)
+		}
+	}
+	s.workers.Store(&tbl)
+	for _, wk := range retire {
+		s.retiring.Add(1)
+		go func() {
+			defer s.retiring.Done()
+			if err := wk.Destroy(); err != nil {
+				reportError("kthread_destroy_worker", wk.name, err)
+			}
+		}()
+	}
+	return firstErr
+}
+
+// Queue queues w on CPU cpu's worker. If the CPU has no worker (offline,
+// out of range, or its worker is being retired), w runs on the fallback
+// workqueue instead. It returns true if it queued w, false if w was
+// already pending anywhere in the set (a worker of the set or the
+// fallback). If w runs now on a worker of the set (or on the fallback), it
+// is queued there, behind itself, so that it never runs concurrently with
+// itself. It returns false and reports to the error handler when w has no
+// function (ErrNoFunc), is busy on a worker outside the set
+// (ErrOtherWorker), or the set is destroyed (ErrDestroyed, once). It never
+// blocks beyond short locks and makes no allocation. Mirrors seed 003's
+// z_erofs_decompress_kickoff: rcu_dereference of the CPU's worker, then
+// kthread_queue_work() or queue_work() on the fallback.
+func (s *PerCPU) Queue(cpu int, w *Work) bool {
+	const op = "kthread_queue_work"
+	if w == nil || w.fn == nil {
+		reportError(op, "", ErrNoFunc)
+		return false
+	}
+	if s.destroyed.Load() {
+		if s.reported.CompareAndSwap(false, true) {
+			reportError(op, w.Func(), fmt.Errorf("%w: per-CPU set %s", ErrDestroyed, s.name))
+		}
+		return false
+	}
+	target := s.fbOwner
+	if tbl := *s.workers.Load(); cpu >= 0 && cpu < len(tbl) && tbl[cpu] != nil {
+		target = tbl[cpu]
+	}
+	// Each retry follows the item to the owner it is busy on; that owner
+	// either takes it or reports it pending, so two rounds normally do. The
+	// bound only guards against an owner that keeps changing.
+	for range 64 {
+		r, other := target.queue(w, true)
+		switch r {
+		case queued:
+			return true
+		case busy:
+			return false
+		case refused:
+			if target == s.fbOwner {
+				return false // the fallback workqueue is destroyed; wq reported it
+			}
+			target = s.fbOwner
+		case elsewhere:
+			if other.set != s {
+				reportError(op, w.Func(), fmt.Errorf("%w: attached to %s, queued on per-CPU set %s", ErrOtherWorker, other.name, s.name))
+				return false
+			}
+			target = other // pending or running there: let that owner decide
+		}
+	}
+	reportError(op, w.Func(), fmt.Errorf("%w: per-CPU set %s: the item keeps moving between workers", ErrOtherWorker, s.name))
+	return false
+}
+
+// QueueLocal queues w on the worker of the CPU the caller runs on now
+// (getcpu(2); the answer may be stale by the time w is queued unless the
+// caller is pinned), as Queue does. Mirrors seed 003's use of
+// raw_smp_processor_id().
+func (s *PerCPU) QueueLocal(w *Work) bool { return s.Queue(sched.GetCPU(), w) }
+
+// Worker returns CPU cpu's worker, or nil when the CPU has none (offline,
+// out of range, or the set is destroyed). The answer may be stale at once
+// under hotplug. Never blocks.
+func (s *PerCPU) Worker(cpu int) *Worker {
+	tbl := *s.workers.Load()
+	if cpu < 0 || cpu >= len(tbl) {
+		return nil
+	}
+	return tbl[cpu]
+}
+
+// CPUs returns the CPUs that have a worker now, in increasing order.
+func (s *PerCPU) CPUs() []int {
+	var out []int
+	for c, wk := range *s.workers.Load() {
+		if wk != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Fallback returns the workqueue that runs items for CPUs without a
+// worker.
+func (s *PerCPU) Fallback() *wq.Workqueue { return s.fallback }
+
+// FlushWork waits until the last queueing of w, on whichever worker of the
+// set or on the fallback, has finished. It returns true if it waited.
+// Otherwise as Worker.FlushWork. Mirrors kthread_flush_work() /
+// flush_work().
+func (s *PerCPU) FlushWork(w *Work) bool { return flushWork(w) }
+
+// CancelWorkSync cancels w wherever it is pending in the set (a worker or
+// the fallback) and waits for a running instance. It returns true if w was
+// pending. Otherwise as Worker.CancelWorkSync. Mirrors
+// kthread_cancel_work_sync() / cancel_work_sync().
+func (s *PerCPU) CancelWorkSync(w *Work) bool { return cancelSync("kthread_cancel_work_sync", w) }
+
+// Destroy unsubscribes from hotplug, destroys every worker after its
+// queued items have run (including workers being retired after a hotplug
+// event), and then destroys the fallback workqueue if the set allocated
+// it (a fallback passed to NewPerCPU is left to its owner). Afterwards
+// Queue returns false and reports ErrDestroyed once. It returns the
+// workers' Destroy errors joined (ErrDelayedPending when delayed work
+// queued directly on a worker was still armed), nil otherwise; a second
+// call waits for the first and returns nil. It must not be called from a
+// work function of the set: it returns ErrDeadlock then. Blocks until the
+// queued items have run. Mirrors erofs_cpu_hotplug_destroy() +
+// erofs_destroy_percpu_workers().
+func (s *PerCPU) Destroy() error {
+	tid := sched.Gettid()
+	for _, wk := range *s.workers.Load() {
+		if wk != nil && wk.TID() == tid {
+			err := fmt.Errorf("kthread: destroy per-CPU set %s: %w: called from its own work function", s.name, ErrDeadlock)
+			reportError("kthread_destroy_worker", s.name, err)
+			return err
+		}
+	}
+	s.mu.Lock()
+	if s.destroyed.Load() {
+		s.mu.Unlock()
+		<-s.done
+		return nil
+	}
+	s.destroyed.Store(true)
+	tbl := *s.workers.Swap(&[]*Worker{})
+	s.mu.Unlock()
+	// Outside mu: the subscriber may be running and waiting for mu.
+	s.cancelSub()
+	var errs []error
+	for _, wk := range tbl {
+		if wk != nil {
+			if err := wk.Destroy(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	s.retiring.Wait()
+	if s.ownFallback {
+		s.fallback.Destroy()
+	}
+	close(s.done)
+	return errors.Join(errs...)
+}

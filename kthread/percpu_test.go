@@ -1,0 +1,312 @@
+package kthread_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/sched"
+	"github.com/gowq/wq/kthread"
+)
+
+// newFallback allocates an ordinary unbound workqueue (no privilege
+// needed) for a PerCPU set.
+func newFallback(t *testing.T, name string) *wq.Workqueue {
+	t.Helper()
+	q, err := wq.Alloc(name, wq.Unbound, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(q.Destroy)
+	return q
+}
+
+func newPerCPU(t *testing.T, name string, fb *wq.Workqueue, opts ...kthread.Option) *kthread.PerCPU {
+	t.Helper()
+	s, err := kthread.NewPerCPU(name, fb, opts...)
+	if err != nil {
+		t.Fatalf("NewPerCPU(%q): %v", name, err)
+	}
+	t.Cleanup(func() {
+		if err := s.Destroy(); err != nil {
+			t.Errorf("Destroy: %v", err)
+		}
+	})
+	return s
+}
+
+// workerTIDs returns the thread ids of the set's workers.
+func workerTIDs(s *kthread.PerCPU) []int {
+	var out []int
+	for _, c := range s.CPUs() {
+		out = append(out, s.Worker(c).TID())
+	}
+	return out
+}
+
+func TestPerCPUOneWorkerPerCPU(t *testing.T) {
+	var s *kthread.PerCPU
+	if sched.CheckNice(-20) == nil {
+		s = newPerCPU(t, "kt-pcpu", nil) // its own UNBOUND|HIGHPRI fallback
+		if f := s.Fallback(); f == nil || f.Flags()&(wq.Unbound|wq.HighPri) != wq.Unbound|wq.HighPri {
+			t.Errorf("default fallback flags %v, want UNBOUND|HIGHPRI", f.Flags())
+		}
+	} else {
+		s = newPerCPU(t, "kt-pcpu", newFallback(t, "kt-pcpu-fb"))
+	}
+	online := wq.OnlineCPUs()
+	if got := s.CPUs(); !slices.Equal(got, online) {
+		t.Fatalf("CPUs() = %v, want the online CPUs %v", got, online)
+	}
+	for _, cpu := range online {
+		wk := s.Worker(cpu)
+		if wk == nil {
+			t.Fatalf("no worker for online CPU %d", cpu)
+		}
+		if aff, err := sched.Affinity(wk.TID()); err != nil || !slices.Equal(aff, []int{cpu}) {
+			t.Errorf("CPU %d worker affinity %v (%v)", cpu, aff, err)
+		}
+		if name, _ := sched.ThreadName(wk.TID()); name != fmt.Sprintf("kt-pcpu/%d", cpu) {
+			t.Errorf("CPU %d worker thread name %q", cpu, name)
+		}
+		var c counter
+		w := kthread.NewWork(c.fn)
+		if !s.Queue(cpu, w) {
+			t.Fatalf("Queue(%d) = false", cpu)
+		}
+		s.FlushWork(w)
+		if c.n.Load() != 1 || int(c.tid.Load()) != wk.TID() {
+			t.Errorf("Queue(%d): %d runs, on thread %d, want 1 on %d", cpu, c.n.Load(), c.tid.Load(), wk.TID())
+		}
+	}
+	var c counter
+	w := kthread.NewWork(c.fn)
+	if !s.QueueLocal(w) {
+		t.Fatal("QueueLocal = false")
+	}
+	s.FlushWork(w)
+	if c.n.Load() != 1 || !slices.Contains(workerTIDs(s), int(c.tid.Load())) {
+		t.Errorf("QueueLocal: %d runs on thread %d, not a worker of the set", c.n.Load(), c.tid.Load())
+	}
+	if s.Worker(-1) != nil || s.Worker(1<<20) != nil {
+		t.Error("Worker(out of range) != nil")
+	}
+}
+
+func TestPerCPUFallback(t *testing.T) {
+	errs := captureErrors(t)
+	s := newPerCPU(t, "kt-pfb", newFallback(t, "kt-pfb-wq"))
+	tids := workerTIDs(s)
+
+	var c counter
+	w := kthread.NewWork(c.fn)
+	for _, cpu := range []int{-1, 1 << 20} {
+		if !s.Queue(cpu, w) {
+			t.Fatalf("Queue(%d) = false", cpu)
+		}
+		s.FlushWork(w)
+	}
+	if c.n.Load() != 2 {
+		t.Fatalf("fallback runs %d, want 2", c.n.Load())
+	}
+	tid := int(c.tid.Load())
+	if slices.Contains(tids, tid) {
+		t.Errorf("item for a CPU without worker ran on worker thread %d", tid)
+	}
+	if name, _ := sched.ThreadName(tid); !strings.HasPrefix(name, "kworker/u") {
+		t.Errorf("item ran on thread %q, want an unbound kworker of the fallback", name)
+	}
+
+	// Running on the fallback: a requeue goes behind it (never beside it),
+	// a second one is "already pending", also when aimed at a CPU worker.
+	started, release := make(chan struct{}, 4), make(chan struct{})
+	var runs, concurrent, inside atomic.Int32
+	r := kthread.NewWork(func() {
+		if inside.Add(1) > 1 {
+			concurrent.Add(1)
+		}
+		runs.Add(1)
+		started <- struct{}{}
+		<-release
+		inside.Add(-1)
+	})
+	s.Queue(-1, r)
+	<-started
+	if !kthread.OnFallback(r) {
+		t.Fatal("item queued for CPU -1 is not on the fallback")
+	}
+	if !s.Queue(-1, r) {
+		t.Error("Queue(running on fallback) = false, want true")
+	}
+	if s.Queue(-1, r) || s.Queue(s.CPUs()[0], r) {
+		t.Error("Queue(pending on fallback) = true")
+	}
+	close(release)
+	s.FlushWork(r)
+	waitFor(t, "both runs", func() bool { return runs.Load() == 2 })
+	s.FlushWork(r)
+	if concurrent.Load() != 0 {
+		t.Error("item ran concurrently with itself")
+	}
+	// Idle again: it may go back to a CPU worker.
+	cpu := s.CPUs()[0]
+	var c2 counter
+	r.Init(c2.fn)
+	if !s.Queue(cpu, r) {
+		t.Fatal("Queue(idle item from the fallback) = false")
+	}
+	s.FlushWork(r)
+	if int(c2.tid.Load()) != s.Worker(cpu).TID() {
+		t.Error("item did not move back to the CPU worker")
+	}
+	if n := len(errs.all()); n != 0 {
+		t.Errorf("unexpected errors: %v", errs.all())
+	}
+}
+
+func TestPerCPUHotplug(t *testing.T) {
+	online := wq.OnlineCPUs()
+	if len(online) < 2 {
+		t.Skipf("needs 2 online CPUs, have %v", online)
+	}
+	errs := captureErrors(t)
+	s := newPerCPU(t, "kt-hp", newFallback(t, "kt-hp-wq"))
+	leaving := online[len(online)-1]
+	rest := online[:len(online)-1]
+	old := s.Worker(leaving)
+	oldTID := old.TID()
+
+	// Fill the leaving CPU's worker with items behind a gate.
+	g := block(t, old)
+	const n = 20
+	var cs [n]counter
+	items := make([]*kthread.Work, n)
+	for i := range items {
+		items[i] = kthread.NewWork(cs[i].fn)
+		if !s.Queue(leaving, items[i]) {
+			t.Fatalf("Queue(%d, item %d) = false", leaving, i)
+		}
+	}
+
+	s.ApplyOnline(rest) // the CPU leaves
+	if s.Worker(leaving) != nil {
+		t.Fatal("offline CPU still has a worker")
+	}
+	if got := s.CPUs(); !slices.Equal(got, rest) {
+		t.Errorf("CPUs() = %v, want %v", got, rest)
+	}
+	// Items queued meanwhile go to the fallback.
+	var c counter
+	x := kthread.NewWork(c.fn)
+	if !s.Queue(leaving, x) {
+		t.Fatal("Queue(offline CPU) = false")
+	}
+	s.FlushWork(x)
+	if c.n.Load() != 1 || int(c.tid.Load()) == oldTID || slices.Contains(workerTIDs(s), int(c.tid.Load())) {
+		t.Errorf("item for the offline CPU: %d runs on thread %d, want the fallback", c.n.Load(), c.tid.Load())
+	}
+	// An item still pending on the retiring worker is "already pending".
+	if s.Queue(leaving, items[0]) || s.Queue(rest[0], items[0]) {
+		t.Error("Queue(pending on the retiring worker) = true")
+	}
+
+	// Nothing queued before is lost: the retiring worker runs it all.
+	g.open()
+	s.WaitRetired()
+	for i := range cs {
+		if cs[i].n.Load() != 1 || int(cs[i].tid.Load()) != oldTID {
+			t.Fatalf("item %d: %d runs on %d, want 1 on the retired worker %d", i, cs[i].n.Load(), cs[i].tid.Load(), oldTID)
+		}
+	}
+	if old.QueueWork(kthread.NewWork(func() {})) {
+		t.Error("retired worker accepted work")
+	}
+	if errs.count(kthread.ErrDestroyed) != 1 {
+		t.Errorf("queue on the retired worker: errors %v, want one ErrDestroyed", errs.all())
+	}
+
+	s.ApplyOnline(online) // the CPU returns
+	nw := s.Worker(leaving)
+	if nw == nil || nw == old {
+		t.Fatal("no new worker after the CPU came back")
+	}
+	if aff, err := sched.Affinity(nw.TID()); err != nil || !slices.Equal(aff, []int{leaving}) {
+		t.Errorf("new worker affinity %v (%v), want [%d]", aff, err, leaving)
+	}
+	// An item attached to the retired worker moves to the new one.
+	if !s.Queue(leaving, items[0]) {
+		t.Fatal("Queue(item of the retired worker) = false")
+	}
+	s.FlushWork(items[0])
+	if cs[0].n.Load() != 2 || int(cs[0].tid.Load()) != nw.TID() {
+		t.Errorf("item ran %d times, last on %d; want 2, last on the new worker %d", cs[0].n.Load(), cs[0].tid.Load(), nw.TID())
+	}
+}
+
+func TestPerCPUFIFOLow(t *testing.T) {
+	needRT(t)
+	s := newPerCPU(t, "kt-hipri", newFallback(t, "kt-hipri-wq"), kthread.WithFIFOLow())
+	for _, cpu := range s.CPUs() {
+		checkAttr(t, s.Worker(cpu), sched.Attr{Policy: sched.PolicyFIFO, Priority: 1})
+	}
+}
+
+func TestPerCPUDestroy(t *testing.T) {
+	errs := captureErrors(t)
+	s, err := kthread.NewPerCPU("kt-pdes", newFallback(t, "kt-pdes-wq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := s.CPUs()[0]
+	g := block(t, s.Worker(cpu))
+	var cs [10]counter
+	for i := range cs {
+		s.Queue(cpu, kthread.NewWork(cs[i].fn))
+	}
+	res := make(chan error)
+	go func() { res <- s.Destroy() }()
+	waitFor(t, "the set's destroy to begin", func() bool { return s.Worker(cpu) == nil })
+	g.open()
+	if err := <-res; err != nil {
+		t.Fatal(err)
+	}
+	for i := range cs {
+		if cs[i].n.Load() != 1 {
+			t.Fatalf("item %d ran %d times when Destroy returned", i, cs[i].n.Load())
+		}
+	}
+	w := kthread.NewWork(func() {})
+	if s.Queue(cpu, w) || s.Queue(-1, w) || s.QueueLocal(w) {
+		t.Error("Queue after Destroy = true")
+	}
+	if errs.count(kthread.ErrDestroyed) != 1 {
+		t.Errorf("errors %v, want one ErrDestroyed", errs.all())
+	}
+	if err := s.Destroy(); err != nil {
+		t.Errorf("second Destroy = %v", err)
+	}
+	if _, err := kthread.NewPerCPU("", nil); !errors.Is(err, kthread.ErrInvalidArgument) {
+		t.Errorf("NewPerCPU(\"\") = %v", err)
+	}
+}
+
+func TestPerCPUOtherWorker(t *testing.T) {
+	errs := captureErrors(t)
+	s := newPerCPU(t, "kt-pow", newFallback(t, "kt-pow-wq"))
+	solo := newWorker(t, "kt-solo")
+	g := block(t, solo)
+	w := kthread.NewWork(func() {})
+	solo.QueueWork(w)
+	if s.Queue(s.CPUs()[0], w) {
+		t.Error("PerCPU.Queue of an item pending on an outside worker = true")
+	}
+	if errs.count(kthread.ErrOtherWorker) != 1 {
+		t.Errorf("errors %v, want one ErrOtherWorker", errs.all())
+	}
+	g.open()
+	solo.FlushWorker()
+}

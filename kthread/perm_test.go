@@ -1,0 +1,155 @@
+package kthread_test
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/sched"
+	"github.com/gowq/wq/kthread"
+)
+
+const permChildEnv = "KTHREAD_TEST_PERM_CHILD"
+
+// checkRefused runs the privilege checks that must fail with
+// ErrPermission in a process without CAP_SYS_NICE and RLIMIT_RTPRIO, and
+// returns the failures.
+func checkRefused() []string {
+	var fails []string
+	expectPerm := func(what string, err error) {
+		if !errors.Is(err, kthread.ErrPermission) {
+			fails = append(fails, fmt.Sprintf("%s = %v, want ErrPermission", what, err))
+		} else if !strings.Contains(err.Error(), "CAP_SYS_NICE") {
+			fails = append(fails, fmt.Sprintf("%s: error %q does not say how to grant the privilege", what, err))
+		}
+	}
+	for _, c := range []struct {
+		name string
+		opt  kthread.Option
+	}{{"WithFIFO", kthread.WithFIFO()}, {"WithFIFOLow", kthread.WithFIFOLow()}, {"WithNice(-5)", kthread.WithNice(-5)}} {
+		wk, err := kthread.CreateWorker("kt-perm", c.opt)
+		expectPerm("CreateWorker("+c.name+")", err)
+		if wk != nil {
+			_ = wk.Destroy()
+		}
+	}
+	// The kernel's own refusal, on a running worker.
+	wk, err := kthread.CreateWorker("kt-perm-plain")
+	if err != nil {
+		return append(fails, "CreateWorker(plain): "+err.Error())
+	}
+	expectPerm("SetFIFO", kthread.SetFIFO(wk))
+	expectPerm("SetNormal(-5)", kthread.SetNormal(wk, -5))
+	if a, err := sched.GetAttr(wk.TID()); err != nil || a != (sched.Attr{Policy: sched.PolicyNormal}) {
+		fails = append(fails, fmt.Sprintf("after refused changes the worker is %+v (%v), want unchanged", a, err))
+	}
+	_ = wk.Destroy()
+	// PerCPU: the default HIGHPRI fallback and the FIFO-low workers.
+	s, err := kthread.NewPerCPU("kt-perm", nil)
+	expectPerm("NewPerCPU(nil fallback)", err)
+	if s != nil {
+		_ = s.Destroy()
+	}
+	fb, err := wq.Alloc("kt-perm-fb", wq.Unbound, 0)
+	if err != nil {
+		return append(fails, "wq.Alloc: "+err.Error())
+	}
+	s, err = kthread.NewPerCPU("kt-perm", fb, kthread.WithFIFOLow())
+	expectPerm("NewPerCPU(WithFIFOLow)", err)
+	if s != nil {
+		_ = s.Destroy()
+	}
+	fb.Destroy()
+	return fails
+}
+
+// permChild runs in the unprivileged child process.
+func permChild() int {
+	if sched.CheckRT(1) == nil || sched.CheckNice(-5) == nil {
+		fmt.Println("SKIP: this process may use SCHED_FIFO or negative nice without CAP_SYS_NICE (RLIMIT_RTPRIO/RLIMIT_NICE)")
+		return 0
+	}
+	fails := checkRefused()
+	for _, f := range fails {
+		fmt.Println("FAIL:", f)
+	}
+	if len(fails) > 0 {
+		return 1
+	}
+	fmt.Println("OK")
+	return 0
+}
+
+// TestPermissionRefused checks that a class the process may not use fails
+// with ErrPermission instead of degrading: directly when the test itself
+// runs unprivileged, else in a child re-executed as user nobody (65534),
+// which drops CAP_SYS_NICE.
+func TestPermissionRefused(t *testing.T) {
+	if sched.CheckRT(1) != nil && sched.CheckNice(-5) != nil {
+		for _, f := range checkRefused() {
+			t.Error(f)
+		}
+		return
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("privileged but not root: cannot drop CAP_SYS_NICE by switching to nobody")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Skipf("cannot find the test binary: %v", err)
+	}
+	// nobody must be able to execute a copy of the test binary.
+	dir, err := os.MkdirTemp("", "kthread-perm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "kthread.test")
+	if err := copyFile(exe, bin); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^$")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), permChildEnv+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	text := string(out)
+	var exitErr *exec.ExitError
+	switch {
+	case err != nil && !errors.As(err, &exitErr):
+		t.Skipf("cannot start the test binary as nobody: %v", err)
+	case strings.Contains(text, "SKIP:"):
+		t.Skip(strings.TrimSpace(text))
+	case err != nil:
+		t.Fatalf("unprivileged child: %v\n%s", err, text)
+	case !strings.Contains(text, "OK"):
+		t.Fatalf("unprivileged child gave no verdict:\n%s", text)
+	}
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

@@ -1,0 +1,768 @@
+package kthread
+
+import (
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/sched"
+)
+
+// Real-time priorities of the kernel's helpers.
+const (
+	// FIFOPriority is the SCHED_FIFO priority of WithFIFO and SetFIFO:
+	// MAX_RT_PRIO / 2, as sched_set_fifo() uses.
+	FIFOPriority = 50
+	// FIFOLowPriority is the SCHED_FIFO priority of WithFIFOLow and
+	// SetFIFOLow: the lowest, as sched_set_fifo_low() uses.
+	FIFOLowPriority = 1
+)
+
+// Option selects a worker's scheduling class at creation. The last class
+// option given wins; with none the worker runs SCHED_OTHER at nice 0.
+type Option func(*options)
+
+type options struct {
+	attr sched.Attr
+	err  error
+}
+
+// WithFIFO makes the worker SCHED_FIFO at priority FIFOPriority (50), as
+// sched_set_fifo() does. Needs CAP_SYS_NICE or RLIMIT_RTPRIO >= 50;
+// otherwise creation fails with an error matching ErrPermission.
+func WithFIFO() Option {
+	return func(o *options) { o.attr = sched.Attr{Policy: sched.PolicyFIFO, Priority: FIFOPriority} }
+}
+
+// WithFIFOLow makes the worker SCHED_FIFO at priority FIFOLowPriority (1),
+// as sched_set_fifo_low() does: above every SCHED_OTHER thread, below every
+// other RT thread. Needs CAP_SYS_NICE or RLIMIT_RTPRIO >= 1; otherwise
+// creation fails with an error matching ErrPermission.
+func WithFIFOLow() Option {
+	return func(o *options) { o.attr = sched.Attr{Policy: sched.PolicyFIFO, Priority: FIFOLowPriority} }
+}
+
+// WithNice makes the worker SCHED_OTHER at nice n (-20..19), as
+// sched_set_normal(task, n) does. A negative n needs CAP_SYS_NICE or a
+// sufficient RLIMIT_NICE (else ErrPermission); n outside [-20, 19] makes
+// creation fail with ErrInvalidArgument.
+func WithNice(n int) Option {
+	return func(o *options) {
+		if n < -20 || n > 19 {
+			o.err = fmt.Errorf("%w: nice %d outside [-20, 19]", ErrInvalidArgument, n)
+			return
+		}
+		o.attr = sched.Attr{Policy: sched.PolicyNormal, Nice: n}
+	}
+}
+
+func parseOptions(opts []Option) (options, error) {
+	var o options
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return o, o.err
+}
+
+// checkPrivilege fails early, with a text saying how to grant the
+// privilege, when the process may not use attribute a.
+func checkPrivilege(a sched.Attr) error {
+	var err error
+	switch {
+	case a.Policy == sched.PolicyFIFO || a.Policy == sched.PolicyRR:
+		err = sched.CheckRT(a.Priority)
+	case a.Nice < 0:
+		err = sched.CheckNice(a.Nice)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrPermission, err)
+	}
+	return nil
+}
+
+// permErr adds ErrPermission and a hint to an EPERM from the kernel.
+func permErr(err error) error {
+	if errors.Is(err, sched.ErrPermission) {
+		return fmt.Errorf("%w: %w; grant CAP_SYS_NICE (run as root, or `setcap cap_sys_nice+ep <binary>`) "+
+			"or raise RLIMIT_RTPRIO / RLIMIT_NICE, and check the cgroup's cpu.rt_runtime_us", ErrPermission, err)
+	}
+	return err
+}
+
+// Worker is a kthread_worker: one dedicated OS thread that runs the work
+// items queued on it one at a time, in queue order. It mirrors struct
+// kthread_worker. The thread is locked to its goroutine, never the main
+// thread and never unlocked, so its name, affinity and scheduling class
+// die with it. All methods are safe from any goroutine.
+//
+// Locking: mu guards the lists and the state of every Work attached to the
+// worker; it is held for a few instructions at a time and never across a
+// work function. The wake-up of an idle worker does not go through it: see
+// the package documentation.
+type Worker struct {
+	name string
+	cpu  int     // bound CPU, -1 when unbound; immutable
+	set  *PerCPU // the PerCPU set owning the worker, or nil; immutable
+
+	// fallback is non-nil only for a PerCPU set's fallback owner: a
+	// Worker value without a thread whose mu guards moving items to and
+	// from the set's fallback workqueue. immutable.
+	fallback *wq.Workqueue
+
+	tid    atomic.Int64 // thread id of the current thread; atomic
+	parker sched.Parker // the worker's futex word; the thread parks on it
+
+	mu       sync.Mutex
+	worklist workList // guarded by mu: work_list
+	delayed  workList // guarded by mu: delayed_work_list (timers armed)
+	current  *Work    // guarded by mu: current_work
+	dying    bool     // guarded by mu: Destroy began; new work is refused
+	exited   bool     // guarded by mu: the thread left its loop for good
+
+	attrMu sync.Mutex // serialises attribute changes with thread replacement
+	attr   sched.Attr // guarded by attrMu: the class the thread runs at
+
+	reported atomic.Bool   // ErrDestroyed reported once
+	done     chan struct{} // closed when the thread has left its loop for good
+}
+
+// CreateWorker starts a worker on a new OS thread named name (truncated to
+// the kernel's 15 bytes in the thread name; Name returns it whole) and
+// returns once the thread has its name and scheduling class. It blocks for
+// the thread creation (tens of us). Errors: ErrInvalidArgument for an empty
+// name or a bad option, ErrPermission (with a text saying how to grant it)
+// when the process may not use the requested class; no thread is left
+// behind on error. Mirrors kthread_create_worker() + kthread_run().
+func CreateWorker(name string, opts ...Option) (*Worker, error) {
+	return create(-1, name, nil, opts)
+}
+
+// CreateWorkerOnCPU is CreateWorker for a worker bound to CPU cpu with
+// sched_setaffinity; its name is name + "/" + cpu, like the kernel's
+// "name/%u". Errors as CreateWorker, plus ErrInvalidCPU when cpu < 0 or
+// the process may not run on cpu. The worker stays bound when the CPU goes
+// offline (the kernel then moves the thread; PerCPU retires such workers).
+// Mirrors kthread_create_worker_on_cpu().
+func CreateWorkerOnCPU(cpu int, name string, opts ...Option) (*Worker, error) {
+	if cpu < 0 {
+		return nil, fmt.Errorf("kthread_create_worker_on_cpu(%d, %q): %w", cpu, name, ErrInvalidCPU)
+	}
+	if name == "" {
+		return nil, fmt.Errorf("kthread_create_worker_on_cpu(%d): %w: empty name", cpu, ErrInvalidArgument)
+	}
+	return create(cpu, name+"/"+strconv.Itoa(cpu), nil, opts)
+}
+
+func create(cpu int, name string, set *PerCPU, opts []Option) (*Worker, error) {
+	if name == "" {
+		return nil, fmt.Errorf("kthread_create_worker: %w: empty name", ErrInvalidArgument)
+	}
+	o, err := parseOptions(opts)
+	if err != nil {
+		return nil, fmt.Errorf("kthread_create_worker(%q): %w", name, err)
+	}
+	if err := checkPrivilege(o.attr); err != nil {
+		return nil, fmt.Errorf("kthread_create_worker(%q): %w", name, err)
+	}
+	wk := &Worker{name: name, cpu: cpu, set: set, attr: o.attr, done: make(chan struct{})}
+	errc := make(chan error, 1)
+	sched.GoLocked(func() { wk.threadMain(errc) })
+	if err := <-errc; err != nil {
+		return nil, fmt.Errorf("kthread_create_worker(%q): %w", name, err)
+	}
+	return wk, nil
+}
+
+// threadMain is the body of the worker's thread (run by sched.GoLocked).
+// errc receives the setup result for the first thread; it is nil for a
+// thread that replaces one lost to runtime.Goexit.
+func (wk *Worker) threadMain(errc chan<- error) {
+	wk.attrMu.Lock()
+	wk.tid.Store(int64(sched.Gettid()))
+	err := wk.setupLocked()
+	wk.attrMu.Unlock()
+	if errc != nil {
+		errc <- err
+		if err != nil {
+			return // the locked thread dies with its half-set attributes
+		}
+	} else if err != nil {
+		reportError("kthread_worker_fn", wk.name, fmt.Errorf("replacement thread keeps serving with default attributes: %w", err))
+	}
+	if wk.loop() {
+		close(wk.done)
+	}
+}
+
+// setupLocked names the calling thread and applies the worker's affinity
+// and class. Called on the worker's thread with attrMu held.
+func (wk *Worker) setupLocked() error {
+	if err := sched.SetName(wk.name); err != nil {
+		return err
+	}
+	if wk.cpu >= 0 {
+		if err := sched.SetAffinity(0, []int{wk.cpu}); err != nil {
+			if errors.Is(err, unix.EINVAL) {
+				return fmt.Errorf("%w: CPU %d: %w", ErrInvalidCPU, wk.cpu, err)
+			}
+			return err
+		}
+	}
+	if wk.attr != (sched.Attr{}) {
+		if err := sched.SetAttr(0, wk.attr); err != nil {
+			return permErr(err)
+		}
+	}
+	return nil
+}
+
+// loop is kthread_worker_fn(): run the worklist in order, park in the
+// futex when it is empty. It returns true when the worker stops for good
+// (Destroy and an empty worklist) and false when a work function called
+// runtime.Goexit (a replacement thread has taken over the loop).
+func (wk *Worker) loop() bool {
+	wk.mu.Lock()
+	for {
+		wk.current = nil
+		w := wk.worklist.popFront()
+		if w == nil {
+			if wk.dying {
+				wk.exited = true
+				wk.mu.Unlock()
+				return true
+			}
+			wk.mu.Unlock()
+			wk.parker.Park()
+			wk.mu.Lock()
+			continue
+		}
+		wk.current = w
+		wk.mu.Unlock()
+		if w.barrier != nil {
+			close(w.barrier) // kthread_flush_work_fn
+		} else if !wk.run(w) {
+			return false
+		}
+		wk.mu.Lock()
+	}
+}
+
+// run calls w's function with panics recovered. It returns false when the
+// function called runtime.Goexit: the goroutine, and with it the locked
+// thread, is then ending, so run starts a replacement thread (same name,
+// affinity and class) that continues the loop, and reports ErrGoexit.
+func (wk *Worker) run(w *Work) (ok bool) {
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		if r := recover(); r != nil {
+			reportPanic(PanicInfo{Worker: wk.name, Func: w.Func(), Value: r, Stack: debug.Stack()})
+			ok = true
+			return
+		}
+		// runtime.Goexit.
+		wk.mu.Lock()
+		wk.current = nil
+		wk.mu.Unlock()
+		sched.GoLocked(func() { wk.threadMain(nil) })
+		reportError("kthread_worker_fn", w.Func(), fmt.Errorf("%w; worker %s continues on a new thread", ErrGoexit, wk.name))
+	}()
+	w.fn()
+	returned = true
+	return true
+}
+
+// Name returns the worker's full name ("name" or "name/cpu"); the thread
+// name is its first 15 bytes.
+func (wk *Worker) Name() string { return wk.name }
+
+// CPU returns the CPU the worker is bound to, or -1 for an unbound worker.
+func (wk *Worker) CPU() int { return wk.cpu }
+
+// TID returns the thread id of the worker's thread (for sched_getattr,
+// taskset, ps -L). It changes only when a work function calls
+// runtime.Goexit and the thread is replaced; after Destroy it returns the
+// id of the thread that has exited. Never blocks.
+func (wk *Worker) TID() int { return int(wk.tid.Load()) }
+
+// onThread reports whether the caller runs on the worker's thread (costs
+// a gettid).
+func (wk *Worker) onThread() bool { return sched.Gettid() == wk.TID() }
+
+// result of queueing.
+type result int
+
+const (
+	queued    result = iota
+	busy             // pending or being cancelled here: the kernel's false
+	refused          // the worker is dying or destroyed
+	elsewhere        // busy on another owner
+)
+
+// attach makes wk the owner of w when w is unowned or idle on its owner,
+// and returns nil with wk.mu held; or returns the other owner, on which w
+// is busy, with nothing locked.
+func (wk *Worker) attach(w *Work) *Worker {
+	for {
+		o := w.owner.Load()
+		switch {
+		case o == nil:
+			if !w.owner.CompareAndSwap(nil, wk) {
+				continue
+			}
+		case o != wk:
+			o.mu.Lock()
+			if w.owner.Load() != o {
+				o.mu.Unlock()
+				continue
+			}
+			if !o.idleLocked(w) {
+				o.mu.Unlock()
+				return o
+			}
+			w.owner.Store(wk)
+			o.mu.Unlock()
+		}
+		wk.mu.Lock()
+		if w.owner.Load() == wk {
+			return nil
+		}
+		wk.mu.Unlock()
+	}
+}
+
+// idleLocked reports whether w, owned by wk, is neither pending, nor
+// running, nor being cancelled. Called with wk.mu held.
+func (wk *Worker) idleLocked(w *Work) bool {
+	if wk.fallback != nil {
+		return w.fb.Busy() == 0
+	}
+	return w.list == nil && w.canceling == 0 && wk.current != w
+}
+
+// insertLocked queues w, owned by wk, at the tail of the worklist. A dying
+// worker accepts only a requeue of its current item: from that item's own
+// function, or (chainAny, PerCPU) from anywhere, so that a running item's
+// requeue is neither lost nor run concurrently elsewhere. Called with
+// wk.mu held.
+func (wk *Worker) insertLocked(w *Work, chainAny bool) result {
+	if wk.fallback != nil {
+		if w.fb.Pending() {
+			return busy
+		}
+		if wk.fallback.Queue(&w.fb) {
+			return queued
+		}
+		return refused
+	}
+	if w.list != nil || w.canceling > 0 {
+		return busy // queuing_blocked(); a pending item runs before a dying worker exits
+	}
+	if wk.dying && (wk.current != w || !(chainAny || wk.onThread())) {
+		return refused
+	}
+	wk.worklist.pushBack(w)
+	return queued
+}
+
+// queue is kthread_queue_work without the reporting.
+func (wk *Worker) queue(w *Work, chainAny bool) (result, *Worker) {
+	if other := wk.attach(w); other != nil {
+		return elsewhere, other
+	}
+	r := wk.insertLocked(w, chainAny)
+	wk.mu.Unlock()
+	if r == queued && wk.fallback == nil {
+		wk.parker.Unpark()
+	}
+	return r, nil
+}
+
+// valid reports (and returns false for) a nil worker or an item without
+// a function.
+func (wk *Worker) valid(op string, w *Work) bool {
+	switch {
+	case w == nil || w.fn == nil:
+		reportError(op, "", ErrNoFunc)
+		return false
+	case wk == nil || wk.fallback != nil:
+		reportError(op, w.Func(), fmt.Errorf("%w: nil worker", ErrInvalidArgument))
+		return false
+	}
+	return true
+}
+
+// finish turns a queue result into the kernel's bool, reporting errors.
+func (wk *Worker) finish(op string, w *Work, r result, other *Worker) bool {
+	switch r {
+	case queued:
+		return true
+	case refused:
+		wk.reportDestroyed(op, w)
+	case elsewhere:
+		reportError(op, w.Func(), fmt.Errorf("%w: attached to %s, queued on %s", ErrOtherWorker, other.name, wk.name))
+	}
+	return false
+}
+
+func (wk *Worker) reportDestroyed(op string, w *Work) {
+	if wk.reported.CompareAndSwap(false, true) {
+		reportError(op, w.Func(), fmt.Errorf("%w: %s", ErrDestroyed, wk.name))
+	}
+}
+
+// QueueWork queues w at the tail of the worker's list and wakes the worker
+// with a futex wake if it sleeps. It returns true if it queued w, false if
+// w was already pending (or being cancelled). It never blocks (beyond the
+// worker's short lock) and makes no allocation. It also returns false,
+// reporting to the error handler, when w has no function (ErrNoFunc), is
+// busy on another worker (ErrOtherWorker), or the worker is destroyed or
+// being destroyed (ErrDestroyed, reported once per worker). Queueing w
+// while it runs is allowed: it runs again after. Mirrors
+// kthread_queue_work().
+func (wk *Worker) QueueWork(w *Work) bool {
+	const op = "kthread_queue_work"
+	if !wk.valid(op, w) {
+		return false
+	}
+	r, other := wk.queue(w, false)
+	return wk.finish(op, w, r, other)
+}
+
+// QueueDelayedWork arms dw's timer to queue it on the worker after d (d <=
+// 0 queues it at once). It returns true if it armed or queued dw, false if
+// dw was already pending (armed or queued) or being cancelled. Errors are
+// reported as for QueueWork. Never blocks; makes no allocation. Mirrors
+// kthread_queue_delayed_work().
+func (wk *Worker) QueueDelayedWork(dw *DelayedWork, d time.Duration) bool {
+	const op = "kthread_queue_delayed_work"
+	if dw == nil {
+		reportError(op, "", ErrNoFunc)
+		return false
+	}
+	if !wk.valid(op, &dw.Work) {
+		return false
+	}
+	w := &dw.Work
+	if other := wk.attach(w); other != nil {
+		return wk.finish(op, w, elsewhere, other)
+	}
+	if wk.dying {
+		wk.mu.Unlock()
+		return wk.finish(op, w, refused, nil)
+	}
+	if w.list != nil || w.canceling > 0 {
+		wk.mu.Unlock()
+		return false
+	}
+	wk.armLocked(dw, d)
+	wk.mu.Unlock()
+	if d <= 0 {
+		wk.parker.Unpark()
+	}
+	return true
+}
+
+// armLocked queues dw after d. Called with wk.mu held, dw idle on wk.
+// Mirrors __kthread_queue_delayed_work().
+func (wk *Worker) armLocked(dw *DelayedWork, d time.Duration) {
+	if d <= 0 {
+		wk.worklist.pushBack(&dw.Work)
+		return
+	}
+	wk.delayed.pushBack(&dw.Work)
+	dw.timer.Reset(d)
+}
+
+// ModDelayedWork modifies dw's delay: whether dw was armed, queued or idle,
+// it ends up armed to be queued after d (d <= 0: queued now). It returns
+// true if dw was pending (armed or queued) and has been modified, false if
+// it was idle and is now armed or queued (the kernel's return value, so
+// that it can be used for reference counting). If a CancelDelayedWorkSync
+// of dw is in progress, the cancel wins: ModDelayedWork returns true and
+// does not queue. Errors as QueueWork (returning false). Never blocks.
+// Mirrors kthread_mod_delayed_work().
+func (wk *Worker) ModDelayedWork(dw *DelayedWork, d time.Duration) bool {
+	const op = "kthread_mod_delayed_work"
+	if dw == nil {
+		reportError(op, "", ErrNoFunc)
+		return false
+	}
+	if !wk.valid(op, &dw.Work) {
+		return false
+	}
+	w := &dw.Work
+	if other := wk.attach(w); other != nil {
+		return wk.finish(op, w, elsewhere, other)
+	}
+	if wk.dying {
+		wk.mu.Unlock()
+		return wk.finish(op, w, refused, nil)
+	}
+	if w.canceling > 0 {
+		wk.mu.Unlock()
+		return true
+	}
+	was := false
+	switch w.list {
+	case &wk.delayed:
+		dw.stopTimerLocked(wk)
+		was = true
+	case &wk.worklist:
+		wk.worklist.remove(w)
+		was = true
+	}
+	wk.armLocked(dw, d)
+	wk.mu.Unlock()
+	if d <= 0 {
+		wk.parker.Unpark()
+	}
+	return was
+}
+
+// newBarrier returns a flush barrier (struct kthread_flush_work) owned by
+// wk; the worker closes its channel when it reaches it.
+func newBarrier(wk *Worker) *Work {
+	b := &Work{barrier: make(chan struct{})}
+	b.owner.Store(wk)
+	return b
+}
+
+// FlushWork waits until the last queueing of w has finished executing. It
+// returns true if it waited, false if w was idle. A delayed item whose
+// timer is armed is queued at once and waited for. The work item's own
+// worker is used (the kernel's work->worker), even if it is not wk; for an
+// item queued through a PerCPU set's fallback, the fallback workqueue's
+// flush is used. It blocks for as long as that takes. Called from a work
+// function of the same worker it would wait forever: it returns false at
+// once and reports ErrDeadlock. Mirrors kthread_flush_work().
+func (wk *Worker) FlushWork(w *Work) bool { return flushWork(w) }
+
+func flushWork(w *Work) bool {
+	if w == nil {
+		return false
+	}
+	o := w.lockOwner()
+	if o == nil {
+		return false
+	}
+	if o.fallback != nil {
+		o.mu.Unlock()
+		return w.fb.Flush()
+	}
+	running := o.current == w
+	if w.list == nil && !running {
+		o.mu.Unlock()
+		return false
+	}
+	if o.onThread() {
+		o.mu.Unlock()
+		reportError("kthread_flush_work", w.Func(), ErrDeadlock)
+		return false
+	}
+	if w.list == &o.delayed {
+		w.dw.stopTimerLocked(o)
+		o.worklist.pushBack(w)
+	}
+	b := newBarrier(o)
+	if w.list != nil {
+		o.worklist.insertAfter(w, b)
+	} else {
+		o.worklist.pushFront(b)
+	}
+	o.mu.Unlock()
+	o.parker.Unpark()
+	<-b.barrier
+	return true
+}
+
+// FlushWorker waits until every item queued on the worker before the call
+// has finished executing (items queued during the wait may still be
+// pending; delayed items whose timer has not fired are not waited for).
+// It returns at once on a destroyed worker. Called from one of the
+// worker's own work functions it would wait forever: it returns at once
+// and reports ErrDeadlock. Mirrors kthread_flush_worker().
+func (wk *Worker) FlushWorker() {
+	if wk == nil || wk.fallback != nil {
+		return
+	}
+	if wk.onThread() {
+		reportError("kthread_flush_worker", wk.name, ErrDeadlock)
+		return
+	}
+	wk.mu.Lock()
+	if wk.exited {
+		wk.mu.Unlock()
+		return
+	}
+	b := newBarrier(wk)
+	wk.worklist.pushBack(b)
+	wk.mu.Unlock()
+	wk.parker.Unpark()
+	<-b.barrier
+}
+
+// CancelWorkSync removes w from its worker's list if it is pending (and
+// stops its timer if it is a delayed item), then waits for a running
+// instance to finish. While it waits, queueing w returns false. It returns
+// true if w was pending. The item's own worker is used, as for FlushWork.
+// Called from w's own function it does not wait (that would deadlock) and
+// reports ErrDeadlock. Mirrors kthread_cancel_work_sync().
+func (wk *Worker) CancelWorkSync(w *Work) bool { return cancelSync("kthread_cancel_work_sync", w) }
+
+// CancelDelayedWorkSync stops dw's timer, removes dw from its worker's
+// list and waits for a running instance to finish. It returns true if dw
+// was pending (armed or queued). Otherwise as CancelWorkSync. Mirrors
+// kthread_cancel_delayed_work_sync().
+func (wk *Worker) CancelDelayedWorkSync(dw *DelayedWork) bool {
+	if dw == nil {
+		return false
+	}
+	return cancelSync("kthread_cancel_delayed_work_sync", &dw.Work)
+}
+
+// cancelSync is __kthread_cancel_work_sync().
+func cancelSync(op string, w *Work) bool {
+	if w == nil {
+		return false
+	}
+	o := w.lockOwner()
+	if o == nil {
+		return false
+	}
+	if o.fallback != nil {
+		o.mu.Unlock()
+		return w.fb.CancelSync()
+	}
+	was := false
+	switch w.list {
+	case &o.delayed:
+		w.dw.stopTimerLocked(o)
+		was = true
+	case &o.worklist:
+		o.worklist.remove(w)
+		was = true
+	}
+	if o.current != w {
+		o.mu.Unlock()
+		return was
+	}
+	if o.onThread() {
+		o.mu.Unlock()
+		reportError(op, w.Func(), ErrDeadlock)
+		return was
+	}
+	// Wait for the running instance with queueing blocked: a barrier at
+	// the head of the list runs right after it.
+	w.canceling++
+	b := newBarrier(o)
+	o.worklist.pushFront(b)
+	o.mu.Unlock()
+	o.parker.Unpark()
+	<-b.barrier
+	o.mu.Lock() // the owner cannot change while canceling > 0
+	w.canceling--
+	o.mu.Unlock()
+	return was
+}
+
+// Destroy stops the worker: it refuses new work from then on (QueueWork
+// returns false and reports ErrDestroyed once), waits until every item
+// queued before has run (requeues of the running item from its own
+// function are still accepted, as in the kernel's drain), and waits for
+// the thread to exit. The kernel requires delayed work to be cancelled
+// before kthread_destroy_worker(); Destroy cancels any delayed item still
+// armed (it will not run) and then returns an error matching
+// ErrDelayedPending that names them. Otherwise it returns nil, also on a
+// second call, which waits for the first. Called from one of the worker's
+// own work functions it would deadlock: it returns an error matching
+// ErrDeadlock (also reported) and destroys nothing. Blocks until the queued
+// items have run. Mirrors kthread_destroy_worker().
+func (wk *Worker) Destroy() error {
+	if wk == nil || wk.fallback != nil {
+		return fmt.Errorf("kthread_destroy_worker: %w: nil worker", ErrInvalidArgument)
+	}
+	if wk.onThread() {
+		err := fmt.Errorf("kthread_destroy_worker(%s): %w: called from its own work function", wk.name, ErrDeadlock)
+		reportError("kthread_destroy_worker", wk.name, err)
+		return err
+	}
+	wk.mu.Lock()
+	if wk.dying {
+		wk.mu.Unlock()
+		<-wk.done
+		return nil
+	}
+	wk.dying = true
+	var cancelled []string
+	for wk.delayed.head != nil {
+		w := wk.delayed.head
+		w.dw.stopTimerLocked(wk)
+		cancelled = append(cancelled, w.Func())
+	}
+	wk.mu.Unlock()
+	wk.parker.Unpark()
+	<-wk.done
+	if len(cancelled) > 0 {
+		return fmt.Errorf("kthread_destroy_worker(%s): %w: %d item(s): %s", wk.name, ErrDelayedPending,
+			len(cancelled), strings.Join(cancelled, ", "))
+	}
+	return nil
+}
+
+// SetFIFO switches the running worker to SCHED_FIFO at FIFOPriority (50).
+// It returns an error matching ErrPermission when the kernel refuses,
+// ErrDestroyed for a destroyed worker, ErrInvalidArgument for nil. The
+// class is kept if the thread is ever replaced (runtime.Goexit). Mirrors
+// sched_set_fifo(worker->task).
+func SetFIFO(wk *Worker) error {
+	return wk.setAttr("sched_set_fifo", sched.Attr{Policy: sched.PolicyFIFO, Priority: FIFOPriority})
+}
+
+// SetFIFOLow switches the running worker to SCHED_FIFO at FIFOLowPriority
+// (1). Errors as SetFIFO. Mirrors sched_set_fifo_low(worker->task).
+func SetFIFOLow(wk *Worker) error {
+	return wk.setAttr("sched_set_fifo_low", sched.Attr{Policy: sched.PolicyFIFO, Priority: FIFOLowPriority})
+}
+
+// SetNormal switches the running worker to SCHED_OTHER at nice (-20..19).
+// Errors as SetFIFO, plus ErrInvalidArgument for a nice out of range; a
+// negative nice needs CAP_SYS_NICE or RLIMIT_NICE. Mirrors
+// sched_set_normal(worker->task, nice).
+func SetNormal(wk *Worker, nice int) error {
+	if nice < -20 || nice > 19 {
+		return fmt.Errorf("sched_set_normal: %w: nice %d outside [-20, 19]", ErrInvalidArgument, nice)
+	}
+	return wk.setAttr("sched_set_normal", sched.Attr{Policy: sched.PolicyNormal, Nice: nice})
+}
+
+func (wk *Worker) setAttr(op string, a sched.Attr) error {
+	if wk == nil || wk.fallback != nil {
+		return fmt.Errorf("%s: %w: nil worker", op, ErrInvalidArgument)
+	}
+	wk.attrMu.Lock()
+	defer wk.attrMu.Unlock()
+	wk.mu.Lock()
+	exited := wk.exited
+	wk.mu.Unlock()
+	if exited {
+		return fmt.Errorf("%s(%s): %w", op, wk.name, ErrDestroyed)
+	}
+	if err := sched.SetAttr(wk.TID(), a); err != nil {
+		return fmt.Errorf("%s(%s): %w", op, wk.name, permErr(err))
+	}
+	wk.attr = a
+	return nil
+}

@@ -1,0 +1,132 @@
+// Package scenario runs the wqlab experiments: four scenarios taken from
+// the kernel mailing-list threads behind gowq's worker classes, each
+// measuring every gowq worker class and the usual Go executors under the
+// same CPU load, and reports them as the seeds' tables do. The command
+// cmd/wqlab is its user interface; everything it prints and writes comes
+// from here.
+//
+// # Scenarios
+//
+//   - verity (seed 000): a reader does random 4 KiB reads of a data file
+//     (O_DIRECT where the file system allows) and hands each block to the
+//     queue to be verified against a SHA-256 Merkle tree (lab/verity),
+//     waiting for the result. Reported: fio-style completion latency and
+//     bandwidth, plus queue->start latency.
+//   - erofs (seeds 003, 001): readers wait for LZ4 clusters of real files
+//     (lab/erofs over $GOROOT/src) to be decompressed; each read
+//     completes on a timer (the bio completion), which queues the
+//     decompression and returns. Includes the per-CPU kthread_worker set
+//     of seed 003 (package kthread), plain and SCHED_FIFO-low.
+//   - submit (seed 002): a 1 kHz submitter queues a small item and does
+//     not wait. Reported: median, min, max, p95, p98, p99.
+//   - delayed (seed 004): two hogs pinned to one CPU at nice -20; a thread
+//     pinned to that CPU queues a 1 ms delayed item and waits for it.
+//     Latency is start - queue - 1 ms. Per-CPU queues run the item on the
+//     hogged CPU; unbound queues may run it anywhere.
+//
+// Scenarios verity, erofs and submit run under 8 CPU burners equivalent
+// to fio ioengine=cpuio cpuload=90 numjobs=8 cpumode=qsort (lab/antagonist;
+// Options.Antagonist "fio" runs the real fio when installed). The burners
+// start once for the three scenarios; the achieved load is measured per
+// CPU (antagonist.LoadMeter) and printed with each table.
+//
+// # Measurement
+//
+// Latency is always queue->start: stats.Now() (monotonic ns) taken just
+// before the queue call, minus stats.Now() taken as the first instruction
+// of the work function, for every row alike. Each row has its own
+// reusable work items, so nothing allocates on the measured path.
+//
+// Rows are interleaved: a scenario's measuring time (Options.Duration) is
+// cut into rounds, each round gives every row one slice of 50-500 ms,
+// and the order rotates by one row per round. A change in the machine's
+// load during the run (a burner's phase, a background job) therefore
+// falls on every row alike instead of on whichever rows ran at that
+// moment. Every row first runs a 30 ms warm-up that is not recorded, so
+// that worker threads exist before measuring.
+//
+// Rows that cannot run here are kept in the table as skipped, with the
+// reason: an RT row when wq.Alloc returns wq.ErrPermission (no
+// CAP_SYS_NICE, RLIMIT_RTPRIO < 1), a highpri row without the privilege
+// for nice -20. Without that privilege seed 004's hog runs at nice 0 and
+// the table says so. Run never fails half-way.
+//
+// Each table ends with a verdict line computed from the data: whether the
+// best RT row (an RT workqueue or the FIFO-low kthread set) beats every
+// Go baseline and every normal-class row on the scenario's metric (verity:
+// avg clat; erofs: avg; submit: p98; delayed: p99), or which rows it does
+// not beat. It compares the numbers of one run and says when a margin is
+// under 5%.
+//
+// # Results document (schema "gowq.wqlab/v1")
+//
+// Results.WriteJSON writes, and ReadJSON reads, one JSON object. Every
+// latency is in microseconds (fields ending in _us), every duration in
+// nanoseconds (fields ending in _ns). Fields marked optional are left out
+// when empty.
+//
+//	{
+//	  "schema":   "gowq.wqlab/v1",
+//	  "started":  RFC 3339 UTC time, "finished": RFC 3339 UTC time,
+//	  "machine": {
+//	    "cpus": int, "online_cpus": [int], "gomaxprocs": int,
+//	    "cpu_model": string (optional), "kernel": "6.18.2", "kernel_version": uname -v,
+//	    "arch": "amd64", "go_version": "go1.26.0",
+//	    "rt_throttle": "950000/1000000" (optional, sched_rt_runtime_us/period),
+//	    "fio_installed": bool,
+//	    "privileges": {
+//	      "uid": int, "euid": int, "cap_sys_nice": bool,
+//	      "sched_fifo": bool, "sched_fifo_reason": string (optional),
+//	      "nice_minus_20": bool, "nice_minus_20_reason": string (optional)
+//	    }
+//	  },
+//	  "settings": {
+//	    "scenarios": [string], "configs": [string] (optional, as given),
+//	    "duration_ns": int (per scenario), "quick": bool, "antagonist": "cpuio"|"fio"|"none",
+//	    "verity_size_bytes": int, "erofs_bytes": int, "interleaved": true
+//	  },
+//	  "scenarios": [{
+//	    "name": "verity"|"erofs"|"submit"|"delayed", "title": string,
+//	    "seeds": ["000"], "description": string,
+//	    "skipped": bool (optional), "skip_reason": string (optional),
+//	    "default": row id the change columns compare against,
+//	    "load": {
+//	      "antagonist": string, "antagonist_cpus": float (CPU time / wall),
+//	      "per_cpu": [{"cpu": int, "busy_pct": float}], "all_pct": float,
+//	      "note": string (optional), "wall_ns": int, "error": string (optional),
+//	      "hog_cpu", "hog_nice", "queuer", "delay_ns" (delayed only),
+//	      "readers", "direct_io", "data_bytes", "data_source" (verity, erofs),
+//	      "period_ns" (submit)
+//	    },
+//	    "duration_ns": int, "slice_ns": int, "rounds": int,
+//	    "rows": [{
+//	      "id": "rt-percpu", "label": "RT per-CPU", "note": string (optional),
+//	      "kind": "gowq"|"kthread"|"baseline", "class": "normal"|"highpri"|"rt"|"go",
+//	      "flags": "PERCPU|RT" (gowq rows),
+//	      "skipped": bool (optional), "skip_reason": string (optional),
+//	      "items": int,
+//	      "queue_to_start": Latency,
+//	      "clat": Latency (verity), "bandwidth_mib_s": float (verity),
+//	      "missed": int (optional), "on_queue_cpu_pct": float (delayed),
+//	      "change_pct": {"avg": float, "p99": float, ...} (optional; against "default"),
+//	      "cdf": [{"us": float, "frac": float}] (queue_to_start at fixed fractions 0..1),
+//	      "errors": int (optional), "error": string (optional),
+//	      "measured_ns": int
+//	    }],
+//	    "verdict": {
+//	      "metric": string, "decided": bool, "rt_wins": bool,
+//	      "best_rt": row id, "loser": row id (optional), "text": string
+//	    },
+//	    "notes": [string] (optional), "plot": file name (optional)
+//	  }]
+//	}
+//
+// Latency is {"count", "min_us", "median_us", "avg_us", "max_us",
+// "stdev_us", "p90_us", "p95_us", "p98_us", "p99_us", "p99_9_us",
+// "exact"}; percentiles interpolate between closest ranks (lab/stats),
+// and "exact" is false when they came from the HdrHistogram (more than
+// 1Mi samples; within 0.1%).
+//
+// A new field may be added without changing the schema name; removing or
+// changing the meaning of one changes it.
+package scenario

@@ -1,0 +1,332 @@
+package scenario
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/gowq/wq/lab/stats"
+)
+
+// fmtUs formats a latency in us the way the tables print it: two
+// decimals below 100 us, one below 1000 us, none above.
+func fmtUs(v float64) string {
+	switch {
+	case !finite(v):
+		return "n/a"
+	case v >= 1000:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 100:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func fmtChange(r *Row, m metric) string {
+	v, ok := r.Change[m.key]
+	if !ok {
+		return "-"
+	}
+	return stats.FormatPct(v, 0)
+}
+
+func (r *Row) title() string {
+	if r.Note == "" {
+		return r.Label
+	}
+	return r.Label + " (" + r.Note + ")"
+}
+
+// WriteTable prints the scenario the way the seeds print their tables:
+// a title, the load the antagonist achieved, one row per configuration
+// (skipped rows with their reason), the footnotes and the verdict line.
+// All latencies are in microseconds. It returns the writer's error.
+func (s *ScenarioResult) WriteTable(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "== %s: %s (seed %s) ==\n", s.Name, s.Title, strings.Join(s.Seeds, ", "))
+	if s.Skipped {
+		fmt.Fprintf(&b, "skipped: %s\n", s.SkipReason)
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+	b.WriteString(s.loadLine())
+	def := defOf(s.Name)
+	if def == nil {
+		return fmt.Errorf("%w: unknown scenario %q", ErrSchema, s.Name)
+	}
+	heads := []string{"config"}
+	for _, c := range def.columns {
+		heads = append(heads, c.head)
+	}
+	cells := make([][]string, len(s.Rows))
+	widths := make([]int, len(heads))
+	for i, h := range heads {
+		widths[i] = len(h)
+	}
+	for i := range s.Rows {
+		r := &s.Rows[i]
+		cells[i] = []string{r.title()}
+		widths[0] = max(widths[0], len(r.title()))
+		if r.Skipped {
+			continue
+		}
+		for j, c := range def.columns {
+			v := c.cell(r)
+			cells[i] = append(cells[i], v)
+			widths[j+1] = max(widths[j+1], len(v))
+		}
+	}
+	sep := func() {
+		b.WriteByte('+')
+		for _, wd := range widths {
+			b.WriteString(strings.Repeat("-", wd+2))
+			b.WriteByte('+')
+		}
+		b.WriteByte('\n')
+	}
+	inner := -3 // width of all columns but the first, as one cell
+	for _, wd := range widths[1:] {
+		inner += wd + 3
+	}
+	sep()
+	for i, h := range heads {
+		if i == 0 {
+			fmt.Fprintf(&b, "| %-*s |", widths[i], h)
+		} else {
+			fmt.Fprintf(&b, " %*s |", widths[i], h)
+		}
+	}
+	b.WriteByte('\n')
+	sep()
+	for i := range s.Rows {
+		fmt.Fprintf(&b, "| %-*s |", widths[0], cells[i][0])
+		if s.Rows[i].Skipped {
+			msg := "skipped: " + s.Rows[i].SkipReason
+			if len(msg) > inner && inner > 3 {
+				msg = msg[:inner-3] + "..."
+			}
+			fmt.Fprintf(&b, " %-*s |\n", inner, msg)
+			continue
+		}
+		for j := 1; j < len(cells[i]); j++ {
+			fmt.Fprintf(&b, " %*s |", widths[j], cells[i][j])
+		}
+		b.WriteByte('\n')
+	}
+	sep()
+	if d := s.Row(s.Default); d != nil {
+		fmt.Fprintf(&b, "latencies in us; chg: change against %q\n", d.title())
+	} else {
+		b.WriteString("latencies in us\n")
+	}
+	for _, n := range s.Notes {
+		b.WriteString(n)
+		b.WriteByte('\n')
+	}
+	b.WriteString(s.Verdict.Text)
+	b.WriteByte('\n')
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func (s *ScenarioResult) loadLine() string {
+	l := s.Load
+	var b strings.Builder
+	fmt.Fprintf(&b, "load: %s", l.Antagonist)
+	if l.ProcCPUs > 0 {
+		fmt.Fprintf(&b, " (kept %.2f CPUs busy)", l.ProcCPUs)
+	}
+	if len(l.PerCPU) > 0 {
+		b.WriteString("; CPUs busy:")
+		for _, c := range l.PerCPU {
+			fmt.Fprintf(&b, " cpu%d %.0f%%", c.CPU, c.BusyPct)
+		}
+		fmt.Fprintf(&b, " (all %.0f%%)", l.AllPct)
+	}
+	if l.Error != "" {
+		fmt.Fprintf(&b, "; load not measured: %s", l.Error)
+	}
+	fmt.Fprintf(&b, "; %d rounds of %v slices\n", s.Rounds, fmtDur(s.SliceNs))
+	if w := s.workloadLine(); w != "" {
+		b.WriteString("workload: " + w + "\n")
+	}
+	if l.Note != "" {
+		fmt.Fprintf(&b, "note: %s\n", l.Note)
+	}
+	return b.String()
+}
+
+// workloadLine describes how the scenario's items were produced.
+func (s *ScenarioResult) workloadLine() string {
+	l := s.Load
+	switch s.Name {
+	case Verity:
+		io := "buffered reads (the file system refused O_DIRECT)"
+		if l.DirectIO != nil && *l.DirectIO {
+			io = "O_DIRECT reads"
+		}
+		return fmt.Sprintf("%d reader, %d MiB image, %s, %s", l.Readers, l.DataBytes>>20, io, l.DataSource)
+	case Erofs:
+		return fmt.Sprintf("%d readers, %s", l.Readers, l.DataSource)
+	case Submit:
+		if l.PeriodNs > 0 {
+			return fmt.Sprintf("submitter every %s", fmtDur(l.PeriodNs))
+		}
+	case Delayed:
+		if l.DelayNs > 0 {
+			return fmt.Sprintf("queueing thread %s; delay %s", l.Queuer, fmtDur(l.DelayNs))
+		}
+	}
+	return ""
+}
+
+func fmtDur(ns int64) string {
+	if ns%1e6 == 0 {
+		return fmt.Sprintf("%dms", ns/1e6)
+	}
+	return fmt.Sprintf("%.1fms", float64(ns)/1e6)
+}
+
+// computeChanges fills Row.Change against the default row (or, when it
+// was not measured, the first measured row; then ref says which).
+func computeChanges(s *ScenarioResult, ms []metric) {
+	ref := s.Row(s.Default)
+	if ref == nil || ref.Skipped || ref.Items == 0 {
+		ref = nil
+		for i := range s.Rows {
+			if !s.Rows[i].Skipped && s.Rows[i].Items > 0 {
+				ref = &s.Rows[i]
+				break
+			}
+		}
+		if ref == nil {
+			return
+		}
+		s.Notes = append(s.Notes, fmt.Sprintf("The default row %q was not measured; changes are against %q.", s.Default, ref.ID))
+		s.Default = ref.ID
+	}
+	for i := range s.Rows {
+		r := &s.Rows[i]
+		if r.Skipped || r.Items == 0 {
+			continue
+		}
+		for _, m := range ms {
+			if v := stats.ChangePct(m.get(ref), m.get(r)); finite(v) {
+				if r.Change == nil {
+					r.Change = map[string]float64{}
+				}
+				r.Change[m.key] = v
+			}
+		}
+	}
+}
+
+// computeVerdict decides whether the best RT row (gowq's RT class: an RT
+// workqueue or the FIFO-low kthread set) beat every Go baseline and every
+// normal-class gowq row on metric m, and
+// writes the line printed under the table. It compares the numbers of
+// this one run; it does not test significance, and says so when margins
+// are within 5%.
+func computeVerdict(s *ScenarioResult, m metric) Verdict {
+	v := Verdict{Metric: m.name + " (us)"}
+	if m.higherBetter {
+		v.Metric = m.name + " (MiB/s)"
+	}
+	better := func(a, b float64) bool {
+		if m.higherBetter {
+			return a > b
+		}
+		return a < b
+	}
+	measured := func(r *Row) bool { return !r.Skipped && r.Items > 0 }
+	var best *Row
+	var skippedRT []string
+	for i := range s.Rows {
+		r := &s.Rows[i]
+		if r.Kind == KindBaseline || r.Class != ClassRT {
+			continue
+		}
+		if !measured(r) {
+			skippedRT = append(skippedRT, r.ID)
+			continue
+		}
+		if best == nil || better(m.get(r), m.get(best)) {
+			best = r
+		}
+	}
+	prefix := fmt.Sprintf("verdict (%s): ", v.Metric)
+	if best == nil {
+		reason := "no RT row was selected"
+		if len(skippedRT) > 0 {
+			reason = "no RT row could be measured"
+			if r := s.Row(skippedRT[0]); r != nil && r.SkipReason != "" {
+				reason += " (" + r.SkipReason + ")"
+			}
+		}
+		v.Text = prefix + "not decided: " + reason + "."
+		return v
+	}
+	v.BestRT = best.ID
+	bv := m.get(best)
+	var opponents []*Row
+	for i := range s.Rows {
+		r := &s.Rows[i]
+		if measured(r) && (r.Kind == KindBaseline || (r.Kind == KindGowq && r.Class == ClassNormal)) {
+			opponents = append(opponents, r)
+		}
+	}
+	if len(opponents) == 0 {
+		v.Text = prefix + fmt.Sprintf("not decided: %s measured %s, but no Go baseline or normal-class row was measured.",
+			best.Label, fmtUs(bv))
+		return v
+	}
+	v.Decided = true
+	var lost []*Row
+	var bestOpp *Row
+	for _, o := range opponents {
+		if !better(bv, m.get(o)) {
+			lost = append(lost, o)
+		}
+		if bestOpp == nil || better(m.get(o), m.get(bestOpp)) {
+			bestOpp = o
+		}
+	}
+	ratio := func(o *Row) string {
+		a, b := bv, m.get(o)
+		if m.higherBetter {
+			a, b = b, a
+		}
+		if a <= 0 {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.1fx", b/a)
+	}
+	if len(lost) == 0 {
+		v.RTWins = true
+		v.Loser = bestOpp.ID
+		noise := ""
+		if r := m.get(bestOpp) / math.Max(bv, 1e-9); !m.higherBetter && r < 1.05 || m.higherBetter && bv/math.Max(m.get(bestOpp), 1e-9) < 1.05 {
+			noise = " The margin is under 5%: within run-to-run noise."
+		}
+		v.Text = prefix + fmt.Sprintf("YES: %s (%s) beats every Go baseline and the normal class; the best of them, %s, has %s (%s).%s",
+			best.Label, fmtUs(bv), bestOpp.Label, fmtUs(m.get(bestOpp)), ratio(bestOpp), noise)
+		return v
+	}
+	v.Loser = lost[0].ID
+	var names []string
+	near := true
+	for _, o := range lost {
+		names = append(names, fmt.Sprintf("%s %s", o.Label, fmtUs(m.get(o))))
+		a, b := m.get(o), bv
+		if m.higherBetter {
+			a, b = b, a
+		}
+		near = near && b <= a*1.05
+	}
+	v.Text = prefix + fmt.Sprintf("NO: %s (%s) does not beat %s.", best.Label, fmtUs(bv), strings.Join(names, ", "))
+	if near {
+		v.Text += " The margin is under 5%: within run-to-run noise."
+	}
+	return v
+}

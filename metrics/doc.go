@@ -1,0 +1,63 @@
+// Package metrics exports gowq's workqueue and worker-pool statistics to
+// Prometheus. It is a separate package so that the core package wq does not
+// depend on client_golang: import it only where a Prometheus registry is
+// used.
+//
+//	c, err := metrics.NewCollector(metrics.Options{})
+//	if err != nil { ... }
+//	prometheus.MustRegister(c)
+//
+// The Collector reads wq.Queues(false) (every live workqueue, like the
+// kernel's tools/workqueue/wq_monitor.py, not only the Sysfs ones) and
+// wq.Pools() at each scrape; it keeps no state of its own between scrapes
+// and adds nothing to the work item hot path.
+//
+// # Metrics
+//
+// Per workqueue, with the label workqueue (the columns of wq_monitor.py):
+//
+//	gowq_workqueue_info{type,policy,flags}        1; type is percpu, unbound or ordered
+//	gowq_workqueue_max_active                     gauge
+//	gowq_workqueue_items_started_total            counter (total)
+//	gowq_workqueue_items_completed_total          counter
+//	gowq_workqueue_items_in_flight                gauge (infl)
+//	gowq_workqueue_cpu_seconds_total              counter (CPUtime)
+//	gowq_workqueue_cpu_intensive_violations_total counter (CPUitsv), per-CPU queues only
+//	gowq_workqueue_cm_wakeups_total               counter (CMW), per-CPU queues only
+//	gowq_workqueue_repatriations_total            counter (RPR), unbound queues only
+//	gowq_workqueue_mayday_total                   counter, MemReclaim queues only
+//	gowq_workqueue_rescued_total                  counter, MemReclaim queues only
+//	gowq_workqueue_panics_total                   counter
+//	gowq_workqueue_queue_duration_seconds         histogram: queue_work to execute_start
+//	gowq_workqueue_work_duration_seconds          histogram: execute_start to execute_end
+//
+// A counter that wq_monitor.py prints as "-" for a queue (CPUitsv and CMW
+// for unbound queues, RPR for per-CPU ones, mayday and rescued without
+// MemReclaim) is not exported for that queue, rather than exported as a
+// misleading 0. The two histogram names follow client-go's workqueue
+// metrics. Queues that share a name are merged into one series (their
+// counters summed, their histograms merged), since Prometheus cannot hold
+// two series with equal labels.
+//
+// Per worker pool, with the labels pool (id), cpu (the CPU of a per-CPU
+// pool, "" for unbound pools), cpus (the CPUs its workers may use, list
+// format), policy (SCHED_OTHER or SCHED_FIFO) and nice:
+//
+//	gowq_pool_workers                 gauge
+//	gowq_pool_idle_workers            gauge
+//	gowq_pool_pending_items           gauge: items on the pool's worklist
+//	gowq_pool_max_running_seconds     gauge: longest time a current item has run
+//
+// # Histograms
+//
+// wq keeps log-linear histograms in ns (each power of two split in 8
+// buckets, see wq.HistSnapshot). The Collector turns them into classic
+// Prometheus buckets with fixed bounds, so that series stay stable between
+// scrapes: by default the powers of two from 2^10 ns (1.024 us) to 2^36 ns
+// (about 68.7 s), which are bucket boundaries of wq's histograms, so the
+// cumulative counts are exact (up to one ns: a bucket le=b counts the
+// observations below b ns, Prometheus's "<=" differs only for an
+// observation of exactly b ns). Other bounds (Options.Buckets) are rounded
+// to the snapshot's buckets: a snapshot bucket counts towards every bound
+// above its lower bound.
+package metrics
