@@ -374,7 +374,7 @@ type worker struct {
 	lastActive   int64               // guarded by pool.mu: ns when it last went idle
 
 	cpuStart atomic.Int64 // written by the worker: thread CPU ns at item start, -1 when unknown
-	cpuAt    int64 // owned by the CM monitor: thread CPU ns at item start or wake
+	cpuAt    int64        // owned by the CM monitor: thread CPU ns at item start or wake
 	seenAt   uint64
 	setupErr error
 	rescuer  *rescuer // non-nil for a rescuer thread
