@@ -48,8 +48,12 @@ func cmRegister(p *pool) {
 	}
 	m.pools[p] = struct{}{}
 	if m.stop == nil {
-		m.stop, m.done = make(chan struct{}), make(chan struct{})
-		go cmMonitor(m.stop, m.done)
+		stop, done := make(chan struct{}), make(chan struct{})
+		m.stop, m.done = stop, done
+		sched.GoLocked(func() {
+			raiseMonitor()
+			cmMonitor(stop, done)
+		})
 	}
 }
 
@@ -76,6 +80,24 @@ func cmNotifyBusy() {
 		case cmMon.wake <- struct{}{}:
 		default:
 		}
+	}
+}
+
+// raiseMonitor gives the monitor's thread the highest class the process may
+// use (SCHED_FIFO at the RT priority, else nice -20). The monitor takes
+// pool locks; an ordinary thread preempted by CPU hogs while holding one
+// would hold up every worker of that pool, RT ones included (priority
+// inversion). Its critical sections are a few hundred ns, so running it at
+// RT costs nothing measurable. The thread is locked and dies with the
+// monitor.
+func raiseMonitor() {
+	_ = sched.SetName("gowq/cm")
+	prio := int(rtPriority.Load())
+	if sched.CheckRT(prio) == nil && sched.SetAttr(0, sched.Attr{Policy: sched.PolicyFIFO, Priority: prio}) == nil {
+		return
+	}
+	if sched.CheckNice(-20) == nil {
+		_ = sched.SetAttr(0, sched.Attr{Policy: sched.PolicyNormal, Nice: -20})
 	}
 }
 

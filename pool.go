@@ -103,6 +103,9 @@ func getPool(key poolKey, cpus []int) *pool {
 			cmRegister(p)
 		}
 		watchdogRegister(p)
+		if key.class.rt() {
+			reserveP(1)
+		}
 	}
 	p.refs++
 	return p
@@ -128,6 +131,9 @@ func (p *pool) put() {
 		cmUnregister(p)
 	}
 	watchdogUnregister(p)
+	if p.key.class.rt() {
+		defer reserveP(-1)
+	}
 	p.mu.Lock()
 	p.dead = true
 	if p.idleTimer != nil {
@@ -374,6 +380,7 @@ type worker struct {
 	lastActive   int64               // guarded by pool.mu: ns when it last went idle
 
 	cpuStart atomic.Int64 // written by the worker: thread CPU ns at item start, -1 when unknown
+	lastCPU  int64        // owned by the worker: its thread CPU ns at the end of its last item
 	cpuAt    int64        // owned by the CM monitor: thread CPU ns at item start or wake
 	seenAt   uint64
 	setupErr error
@@ -402,10 +409,7 @@ func (wk *worker) main() {
 		reportError("create_worker", wk.name, err)
 		return
 	}
-	if p.key.class.rt() {
-		reserveP(1)
-		defer reserveP(-1)
-	}
+	wk.lastCPU = sched.SelfCPUTime()
 	wk.loop()
 }
 
@@ -550,8 +554,11 @@ func (wk *worker) afterItem(pq *pwq, color uint8) {
 // runtime.Goexit; the worker has then left the pool.
 func (wk *worker) runItem(w *Work, fn func(), pq *pwq, color uint8) (ok bool) {
 	s := w.startRun()
+	// The thread's CPU clock was read at the end of its previous item (or
+	// when it started) and does not advance while it is parked, so no
+	// system call is needed here, on the latency path.
 	if cpuAccounting.Load() {
-		wk.cpuStart.Store(sched.SelfCPUTime())
+		wk.cpuStart.Store(wk.lastCPU)
 	}
 	t := tracer.Load()
 	if t != nil {
@@ -601,7 +608,8 @@ func (wk *worker) endItem(w *Work, pq *pwq, s uint64, t *wqtrace.Tracer) {
 	end := nanotime()
 	pq.stats.exec.observe(end - wk.currentAt)
 	if c0 := wk.cpuStart.Load(); c0 >= 0 {
-		pq.stats.cpuTimeNs.Add(sched.SelfCPUTime() - c0)
+		wk.lastCPU = sched.SelfCPUTime()
+		pq.stats.cpuTimeNs.Add(wk.lastCPU - c0)
 	}
 	pq.stats.completed.Add(1)
 	if t != nil {
@@ -642,10 +650,14 @@ var pReserve struct {
 	extra int
 }
 
-// reserveP raises (n > 0) or lowers GOMAXPROCS by n, so that every RT
-// worker that wakes finds an idle P instead of queueing behind busy
-// goroutines. Changing GOMAXPROCS stops the world briefly (tens of us); it
-// happens only when RT workers are created or exit.
+// reserveP raises (n > 0) or lowers GOMAXPROCS by n. Each RT pool
+// reserves one P for its life, so that the RT worker that wakes finds an
+// idle P instead of queueing behind busy goroutines (a concurrency-managed
+// per-CPU pool runs one item at a time; an unbound RT pool with several
+// items running at once may exceed its reservation). Changing GOMAXPROCS
+// stops the world, which under CPU load can take milliseconds for every
+// thread of the process, so it happens only when an RT pool is created or
+// destroyed, never per worker or per item.
 func reserveP(n int) {
 	r := &pReserve
 	r.mu.Lock()

@@ -47,6 +47,7 @@ type runFlags struct {
 	plotFormat string
 	noProgress bool
 	list       bool
+	kernel     bool
 }
 
 func (f *runFlags) register(fs *pflag.FlagSet) {
@@ -68,6 +69,7 @@ func (f *runFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.plotFormat, "plot-format", "svg", "plot file format: svg, png or pdf")
 	fs.BoolVar(&f.noProgress, "no-progress", false, "no progress bars (they are off anyway when stderr is not a terminal)")
 	fs.BoolVar(&f.list, "list", false, "list the scenarios and their configurations, then exit")
+	fs.BoolVar(&f.kernel, "kernel", false, "also record the kernel's own kworkers through tracefs (needs root) and show the busiest workqueues as rows")
 }
 
 func (f *runFlags) options() (scenario.Options, error) {
@@ -88,6 +90,7 @@ func (f *runFlags) options() (scenario.Options, error) {
 		VeritySize:  f.verityMiB << 20,
 		VerityDir:   f.verityDir,
 		ErofsSource: f.erofsSrc,
+		Kernel:      f.kernel,
 	}
 	return o, o.Validate()
 }
@@ -148,6 +151,8 @@ instruction of the work function, in microseconds (monotonic clock).`,
 	}
 	runCmdFlags.register(run.Flags())
 	root.AddCommand(run)
+	root.AddCommand(newWakeCmd(stdout, stderr))
+	root.AddCommand(newTraceCmd(stdout, stderr))
 	// Later subcommands (trace, monitor) are added here with
 	// root.AddCommand.
 	return root
