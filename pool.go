@@ -2,7 +2,6 @@ package wq
 
 import (
 	"fmt"
-	"runtime"
 	"sort"
 	"strconv"
 	"sync"
@@ -643,28 +642,5 @@ func (p *pool) snapshotWorkers() []workerInfo {
 	return out
 }
 
-// reserved Ps for RT workers; see docs/design.md "The wake path".
-var pReserve struct {
-	mu    sync.Mutex
-	base  int
-	extra int
-}
-
-// reserveP raises (n > 0) or lowers GOMAXPROCS by n. Each RT pool
-// reserves one P for its life, so that the RT worker that wakes finds an
-// idle P instead of queueing behind busy goroutines (a concurrency-managed
-// per-CPU pool runs one item at a time; an unbound RT pool with several
-// items running at once may exceed its reservation). Changing GOMAXPROCS
-// stops the world, which under CPU load can take milliseconds for every
-// thread of the process, so it happens only when an RT pool is created or
-// destroyed, never per worker or per item.
-func reserveP(n int) {
-	r := &pReserve
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.extra == 0 {
-		r.base = runtime.GOMAXPROCS(0)
-	}
-	r.extra += n
-	runtime.GOMAXPROCS(r.base + r.extra)
-}
+// reserveP: see sched.ReserveP. Each RT pool reserves one P for its life.
+func reserveP(n int) { sched.ReserveP(n) }

@@ -37,6 +37,15 @@
 // ordinary SCHED_OTHER thread first (startlockedm), and under CPU load the
 // RT worker would wait behind it (DESIGN-NOTES, section 3). Flush and
 // cancel waiters, which are not on the latency path, do wait on channels.
+// Once awake, the worker takes its own mutex to unlink the item; the
+// mutex guards only the lists, is held for a few instructions and never
+// across a work function or a system call, so it is normally free.
+//
+// Like every thread that returns from a system call, a woken worker needs
+// an idle P (GOMAXPROCS slot) to run Go code; when every P runs a busy
+// goroutine it waits for one. Package wq raises GOMAXPROCS by one for each
+// of its RT pools; a kthread worker created with WithFIFO or WithFIFOLow does too
+// (one P while it lives; a class set later with SetFIFO does not reserve).
 //
 // # Per-CPU sets
 //
@@ -56,8 +65,10 @@
 // # Guarantees
 //
 //   - Serial: the items of a worker run one at a time, in queue order, on
-//     its thread. A work item never runs concurrently with itself while it
-//     is queued only on one worker, or only through one PerCPU set.
+//     its thread. A work item never runs concurrently with itself: it
+//     moves to another worker (or to a PerCPU set's fallback workqueue, or
+//     back) only while idle, and queueing it while it runs queues it behind
+//     itself on the same worker.
 //   - Nothing is dropped: a queue call that returns true runs the item
 //     once unless it is cancelled, including across Destroy and hotplug.
 //     The one exception is Destroy with delayed items still armed, which

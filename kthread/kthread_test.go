@@ -170,8 +170,13 @@ func TestQueueErrors(t *testing.T) {
 	if wk.QueueDelayedWork(nil, time.Millisecond) || wk.ModDelayedWork(nil, 0) {
 		t.Error("delayed queue of nil = true")
 	}
-	if got := errs.count(kthread.ErrNoFunc); got != 4 {
-		t.Errorf("ErrNoFunc reported %d times, want 4: %v", got, errs.all())
+	var half kthread.DelayedWork
+	half.Work.Init(func() {}) // a function but no timer
+	if wk.QueueDelayedWork(&half, time.Millisecond) || wk.ModDelayedWork(&half, 0) {
+		t.Error("delayed queue of an item without DelayedWork.Init = true")
+	}
+	if got := errs.count(kthread.ErrNoFunc); got != 6 {
+		t.Errorf("ErrNoFunc reported %d times, want 6: %v", got, errs.all())
 	}
 	var nilWk *kthread.Worker
 	if nilWk.QueueWork(kthread.NewWork(func() {})) {
@@ -767,5 +772,32 @@ func TestSchedClasses(t *testing.T) {
 		if c.n.Load() != 1 || int(c.tid.Load()) != wk.TID() {
 			t.Errorf("%s: item ran %d times on %d", wk.Name(), c.n.Load(), c.tid.Load())
 		}
+	}
+}
+
+func TestQueueDoesNotAllocate(t *testing.T) {
+	wk := newWorker(t, "kt-alloc")
+	s := newPerCPU(t, "kt-alloc", newFallback(t, "kt-alloc-wq"))
+	cpu := s.CPUs()[0]
+	block(t, wk)
+	block(t, s.Worker(cpu))
+	w := kthread.NewWork(func() {})
+	dw := kthread.NewDelayedWork(func() {})
+	if n := testing.AllocsPerRun(100, func() {
+		if !wk.QueueWork(w) || !wk.CancelWorkSync(w) {
+			t.Fatal("queue/cancel failed")
+		}
+		if wk.ModDelayedWork(dw, time.Hour) || !wk.CancelDelayedWorkSync(dw) {
+			t.Fatal("mod/cancel failed")
+		}
+	}); n != 0 {
+		t.Errorf("QueueWork/ModDelayedWork allocate %.1f times per run", n)
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		if !s.Queue(cpu, w) || !s.CancelWorkSync(w) {
+			t.Fatal("PerCPU queue/cancel failed")
+		}
+	}); n != 0 {
+		t.Errorf("PerCPU.Queue allocates %.1f times per run", n)
 	}
 }

@@ -199,6 +199,15 @@ func (wk *Worker) threadMain(errc chan<- error) {
 	} else if err != nil {
 		reportError("kthread_worker_fn", wk.name, fmt.Errorf("replacement thread keeps serving with default attributes: %w", err))
 	}
+	// An RT worker reserves a P while it lives, as wq's RT pools do, so
+	// that it finds an idle P when the futex wakes it under load.
+	wk.attrMu.Lock()
+	rt := wk.attr.Policy == sched.PolicyFIFO || wk.attr.Policy == sched.PolicyRR
+	wk.attrMu.Unlock()
+	if rt { // a class set later with SetFIFO does not reserve
+		sched.ReserveP(1)
+		defer sched.ReserveP(-1)
+	}
 	if wk.loop() {
 		close(wk.done)
 	}
@@ -404,6 +413,16 @@ func (wk *Worker) valid(op string, w *Work) bool {
 	return true
 }
 
+// validDelayed is valid for a DelayedWork, which must have been
+// initialised with DelayedWork.Init (or NewDelayedWork) for its timer.
+func (wk *Worker) validDelayed(op string, dw *DelayedWork) bool {
+	if dw == nil || dw.timer == nil || dw.Work.dw != dw {
+		reportError(op, "", fmt.Errorf("%w: delayed work not initialised with DelayedWork.Init", ErrNoFunc))
+		return false
+	}
+	return wk.valid(op, &dw.Work)
+}
+
 // finish turns a queue result into the kernel's bool, reporting errors.
 func (wk *Worker) finish(op string, w *Work, r result, other *Worker) bool {
 	switch r {
@@ -448,11 +467,7 @@ func (wk *Worker) QueueWork(w *Work) bool {
 // kthread_queue_delayed_work().
 func (wk *Worker) QueueDelayedWork(dw *DelayedWork, d time.Duration) bool {
 	const op = "kthread_queue_delayed_work"
-	if dw == nil {
-		reportError(op, "", ErrNoFunc)
-		return false
-	}
-	if !wk.valid(op, &dw.Work) {
+	if !wk.validDelayed(op, dw) {
 		return false
 	}
 	w := &dw.Work
@@ -496,11 +511,7 @@ func (wk *Worker) armLocked(dw *DelayedWork, d time.Duration) {
 // Mirrors kthread_mod_delayed_work().
 func (wk *Worker) ModDelayedWork(dw *DelayedWork, d time.Duration) bool {
 	const op = "kthread_mod_delayed_work"
-	if dw == nil {
-		reportError(op, "", ErrNoFunc)
-		return false
-	}
-	if !wk.valid(op, &dw.Work) {
+	if !wk.validDelayed(op, dw) {
 		return false
 	}
 	w := &dw.Work
