@@ -83,6 +83,12 @@ func b01(b bool) string {
 // go to pools with the new attributes. Safe from any goroutine.
 func (q *Workqueue) SetAttr(name, value string) error {
 	v := strings.TrimSpace(value)
+	if q.rt() {
+		switch name {
+		case "nice", "affinity_scope", "affinity_strict", "policy":
+			return fmt.Errorf("%w: %s of RT workqueue %s", ErrReadOnly, name, q.name)
+		}
+	}
 	switch name {
 	case "per_cpu":
 		return fmt.Errorf("%w: per_cpu of %s", ErrReadOnly, q.name)
@@ -136,7 +142,8 @@ func (q *Workqueue) SetAttr(name, value string) error {
 	return fmt.Errorf("%w: workqueue %s has no attribute %q", ErrInvalidArgument, q.name, name)
 }
 
-func (q *Workqueue) rt() bool { return q.attrs.policy == PolicyFIFO && q.flags&RT != 0 }
+// rt reports whether q is an RT queue (flags are immutable after Alloc).
+func (q *Workqueue) rt() bool { return q.flags&RT != 0 }
 
 // update applies change to a copy of q's attributes, validates and
 // installs the result. Called without q.mu.

@@ -1,0 +1,327 @@
+package wq_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/sched"
+	"github.com/gowq/wq/internal/topology"
+)
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (CAP_SYS_NICE) for SCHED_FIFO and nice -20")
+	}
+}
+
+// runOn runs fn on a worker of q for cpu and returns the worker's tid.
+func workerTID(t *testing.T, q *wq.Workqueue, cpu int) int {
+	t.Helper()
+	var tid atomic.Int32
+	w := wq.NewWork(func() { tid.Store(int32(wq.Gettid())) })
+	if !q.QueueOn(cpu, w) {
+		t.Fatal("QueueOn returned false")
+	}
+	w.Flush()
+	return int(tid.Load())
+}
+
+func TestRTClassPerCPU(t *testing.T) {
+	requireRoot(t)
+	q := mustAlloc(t, "rt-pcpu", wq.PerCPU|wq.RT, 0)
+	for _, cpu := range wq.OnlineCPUs() {
+		tid := workerTID(t, q, cpu)
+		a, err := sched.GetAttr(tid)
+		if err != nil || a.Policy != sched.PolicyFIFO || a.Priority != wq.RTPriority() {
+			t.Errorf("RT worker %d: %+v %v, want SCHED_FIFO prio %d", tid, a, err, wq.RTPriority())
+		}
+		aff, _ := sched.Affinity(tid)
+		if !slices.Equal(aff, []int{cpu}) {
+			t.Errorf("RT worker on CPU %d has affinity %v", cpu, aff)
+		}
+		name, _ := sched.ThreadName(tid)
+		if !strings.HasPrefix(name, fmt.Sprintf("kworker/%d:", cpu)) || !strings.HasSuffix(name, "F") {
+			t.Errorf("RT worker name %q, want kworker/%d:NF", name, cpu)
+		}
+	}
+}
+
+func TestRTUnboundIsCPUScopeStrict(t *testing.T) {
+	requireRoot(t)
+	q := mustAlloc(t, "rt-unbound", wq.Unbound|wq.RT, 0)
+	for _, a := range []struct{ name, want string }{{"affinity_scope", "cpu"}, {"affinity_strict", "1"}, {"policy", "fifo"}} {
+		if got, err := q.Attr(a.name); err != nil || got != a.want {
+			t.Errorf("Attr(%s) = %q, %v; want %q", a.name, got, err, a.want)
+		}
+	}
+	for _, cpu := range wq.OnlineCPUs() {
+		tid := workerTID(t, q, cpu)
+		aff, _ := sched.Affinity(tid)
+		if !slices.Equal(aff, []int{cpu}) {
+			t.Errorf("strict cpu-scope worker for CPU %d has affinity %v", cpu, aff)
+		}
+		if a, _ := sched.GetAttr(tid); a.Policy != sched.PolicyFIFO {
+			t.Errorf("worker %d policy %v", tid, a.Policy)
+		}
+	}
+	for _, name := range []string{"nice", "affinity_scope", "affinity_strict", "policy"} {
+		if err := q.SetAttr(name, "0"); !errors.Is(err, wq.ErrReadOnly) {
+			t.Errorf("SetAttr(%s) on an RT queue = %v, want ErrReadOnly", name, err)
+		}
+	}
+}
+
+// TestPolicySwitch: switching a running queue's policy sends new items to a
+// pool of the new class while the running item finishes on its old worker.
+func TestPolicySwitch(t *testing.T) {
+	requireRoot(t)
+	q := mustAlloc(t, "switch", wq.PerCPU, 0)
+	release := make(chan struct{})
+	var oldTID atomic.Int32
+	var oldPolicyAtEnd atomic.Int32
+	running := wq.NewWork(func() {
+		oldTID.Store(int32(wq.Gettid()))
+		<-release
+		a, _ := sched.GetAttr(0)
+		oldPolicyAtEnd.Store(int32(a.Policy))
+	})
+	q.QueueOn(0, running)
+	waitFor(t, "the item to start", func() bool { return oldTID.Load() != 0 })
+	if err := q.SetPolicy(wq.PolicyFIFO); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := q.Attr("policy"); got != "fifo" {
+		t.Errorf("policy attr %q after SetPolicy(fifo)", got)
+	}
+	tid := workerTID(t, q, 0)
+	if a, _ := sched.GetAttr(tid); a.Policy != sched.PolicyFIFO {
+		t.Errorf("new item ran on worker %d with policy %v, want SCHED_FIFO", tid, a.Policy)
+	}
+	close(release)
+	running.Flush()
+	if sched.Policy(oldPolicyAtEnd.Load()) != sched.PolicyNormal {
+		t.Errorf("the item running at the switch ended on policy %v, want its old SCHED_OTHER worker", sched.Policy(oldPolicyAtEnd.Load()))
+	}
+	if err := q.SetAttr("policy", "bogus"); !errors.Is(err, wq.ErrInvalidArgument) {
+		t.Errorf("SetAttr(policy, bogus) = %v", err)
+	}
+	if got, _ := q.Attr("policy"); got != "fifo" {
+		t.Errorf("a rejected write changed policy to %q", got)
+	}
+	// The process-wide HighPri switch.
+	if err := wq.SetHighPriPolicy(wq.PolicyFIFO); err != nil {
+		t.Fatal(err)
+	}
+	defer wq.SetHighPriPolicy(wq.PolicyHighPri)
+	hq := mustAlloc(t, "switch-hp", wq.PerCPU|wq.HighPri, 0)
+	if a, _ := sched.GetAttr(workerTID(t, hq, 0)); a.Policy != sched.PolicyFIFO {
+		t.Errorf("HighPri queue with the FIFO switch: worker policy %v", a.Policy)
+	}
+}
+
+// TestPrivilegeErrors runs in a child as user nobody (no CAP_SYS_NICE,
+// RLIMIT_RTPRIO 0): RT and HighPri allocation fail with ErrPermission and a
+// text that says how to grant it; AllowRTFallback degrades visibly.
+func TestPrivilegeErrors(t *testing.T) {
+	if os.Getenv("GOWQ_PRIV_CHILD") == "1" {
+		privChild()
+		return
+	}
+	requireRoot(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The binary must be readable by nobody: copy it to a world-readable place.
+	dir, err := os.MkdirTemp("", "gowq-priv-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := dir + "/wq.test"
+	data, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^TestPrivilegeErrors$", "-test.v")
+	cmd.Env = append(os.Environ(), "GOWQ_PRIV_CHILD=1")
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "PRIV-CHILD-OK") {
+		t.Fatalf("child as nobody: %v\n%s", err, out)
+	}
+}
+
+func privChild() {
+	fail := func(format string, a ...any) {
+		fmt.Printf("PRIV-CHILD-FAIL: "+format+"\n", a...)
+		os.Exit(1)
+	}
+	var rl unix.Rlimit
+	_ = unix.Getrlimit(unix.RLIMIT_RTPRIO, &rl)
+	if rl.Cur > 0 {
+		fmt.Println("RLIMIT_RTPRIO is set for nobody here; nothing to check")
+		fmt.Println("PRIV-CHILD-OK")
+		return
+	}
+	_, err := wq.Alloc("rt", wq.PerCPU|wq.RT, 0)
+	if !errors.Is(err, wq.ErrPermission) || !strings.Contains(err.Error(), "CAP_SYS_NICE") || !strings.Contains(err.Error(), "ulimit -r") {
+		fail("Alloc(RT) as nobody: %v", err)
+	}
+	if _, err := wq.Alloc("hp", wq.PerCPU|wq.HighPri, 0); !errors.Is(err, wq.ErrPermission) {
+		fail("Alloc(HighPri) as nobody: %v", err)
+	}
+	q, err := wq.Alloc("rt-fb", wq.PerCPU|wq.RT, 0, wq.AllowRTFallback())
+	if err != nil {
+		fail("Alloc with fallback: %v", err)
+	}
+	st := q.Stats()
+	if !st.Fallback || st.Policy == wq.PolicyFIFO || q.Flags()&wq.RT != 0 {
+		fail("fallback not visible: %+v flags %v", st, q.Flags())
+	}
+	var ran atomic.Bool
+	w := wq.NewWork(func() { ran.Store(true) })
+	q.Queue(w)
+	w.Flush()
+	if !ran.Load() {
+		fail("fallback queue did not run the item")
+	}
+	q.Destroy()
+	fmt.Println("PRIV-CHILD-OK")
+}
+
+// TestHotplugInjected takes CPU 1 away through an injected topology: the
+// per-CPU pool of CPU 1 is disassociated (its workers may run on CPU 0),
+// its pending item still runs, and it is rebound when the CPU returns.
+func TestHotplugInjected(t *testing.T) {
+	online := wq.OnlineCPUs()
+	if len(online) < 2 {
+		t.Skip("needs 2 CPUs")
+	}
+	cpu := online[len(online)-1]
+	real, err := (&topology.SysfsSource{}).Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rest []int
+	for _, c := range online {
+		if c != cpu {
+			rest = append(rest, c)
+		}
+	}
+	reduced := topology.NewStatic(topology.NewCPUSet(rest...), nil, nil, nil)
+	t.Cleanup(func() { _ = wq.SetTopologySource(nil) })
+	var changes atomic.Int32
+	cancel := wq.OnCPUChange(func([]int) { changes.Add(1) })
+	defer cancel()
+
+	q := mustAlloc(t, "hotplug", wq.PerCPU, 1)
+	release := make(chan struct{})
+	var firstCPU atomic.Int32
+	firstCPU.Store(-1)
+	blocker := wq.NewWork(func() { firstCPU.Store(int32(wq.GetCPU())); <-release })
+	q.QueueOn(cpu, blocker)
+	waitFor(t, "the blocker to start", func() bool { return firstCPU.Load() >= 0 })
+	var ranOn atomic.Int32
+	ranOn.Store(-1)
+	pending := wq.NewWork(func() { ranOn.Store(int32(wq.GetCPU())) })
+	q.QueueOn(cpu, pending) // waits behind max_active 1
+
+	if err := wq.SetTopologySource(&topology.StaticSource{T: reduced}); err != nil {
+		t.Fatal(err)
+	}
+	if changes.Load() == 0 {
+		t.Error("OnCPUChange subscriber not called")
+	}
+	if got := wq.OnlineCPUs(); slices.Contains(got, cpu) {
+		t.Fatalf("OnlineCPUs %v still has CPU %d", got, cpu)
+	}
+	if got := q.PoolCPUs(cpu); !slices.Equal(got, rest) {
+		t.Errorf("pool of offline CPU %d: CPUs %v, want %v (disassociated)", cpu, got, rest)
+	}
+	close(release)
+	pending.Flush()
+	if c := int(ranOn.Load()); !slices.Contains(rest, c) {
+		t.Errorf("pending item of offline CPU %d ran on CPU %d, want one of %v", cpu, c, rest)
+	}
+	// The CPU comes back: the pool is bound to it again.
+	if err := wq.SetTopologySource(&topology.StaticSource{T: real}); err != nil {
+		t.Fatal(err)
+	}
+	if got := q.PoolCPUs(cpu); !slices.Equal(got, []int{cpu}) {
+		t.Errorf("pool after CPU %d returned: CPUs %v", cpu, got)
+	}
+	tid := workerTID(t, q, cpu)
+	if aff, _ := sched.Affinity(tid); !slices.Equal(aff, []int{cpu}) {
+		t.Errorf("worker %d after rebind has affinity %v, want [%d]", tid, aff, cpu)
+	}
+}
+
+// TestHotplugRealAffinity narrows the process's affinity from outside (as
+// taskset -p does: the main thread's mask) and checks that Rescan sees it
+// and disassociates the per-CPU pool, and rebinds it once restored.
+func TestHotplugRealAffinity(t *testing.T) {
+	online := wq.OnlineCPUs()
+	if len(online) < 2 {
+		t.Skip("needs 2 CPUs")
+	}
+	cpu := online[len(online)-1]
+	orig, err := sched.Affinity(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := mustAlloc(t, "hotplug-real", wq.PerCPU, 0)
+	workerTID(t, q, cpu) // make the pool's workers exist
+	t.Cleanup(func() {
+		_ = sched.SetAffinity(os.Getpid(), orig)
+		_ = wq.Rescan()
+	})
+	if err := sched.SetAffinity(os.Getpid(), online[:len(online)-1]); err != nil {
+		t.Skipf("cannot narrow the process affinity: %v", err)
+	}
+	if err := wq.Rescan(); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(wq.OnlineCPUs(), cpu) {
+		t.Fatalf("Rescan did not notice CPU %d leaving the process's affinity", cpu)
+	}
+	if got := q.PoolCPUs(cpu); slices.Contains(got, cpu) {
+		t.Errorf("pool of CPU %d still bound to it: %v", cpu, got)
+	}
+	ran := make(chan int, 1)
+	q.QueueOn(cpu, wq.NewWork(func() { ran <- wq.GetCPU() }))
+	select {
+	case c := <-ran:
+		if c == cpu {
+			t.Errorf("item for the departed CPU %d ran on it", cpu)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("item queued on the departed CPU was stranded")
+	}
+	_ = sched.SetAffinity(os.Getpid(), orig)
+	if err := wq.Rescan(); err != nil {
+		t.Fatal(err)
+	}
+	if got := q.PoolCPUs(cpu); !slices.Equal(got, []int{cpu}) {
+		t.Errorf("pool after restore: %v", got)
+	}
+}
