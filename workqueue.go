@@ -379,13 +379,19 @@ func (q *Workqueue) queuePended(reqCPU int, w *Work) bool {
 	}
 	t := q.table.Load()
 	cpu := reqCPU
-	if cpu == cpuUnbound || cpu >= len(t.cpu) {
-		cpu = currentCPU()
-		if cpu >= len(t.cpu) {
-			cpu = 0
+	var pq *pwq
+	if (cpu == cpuUnbound || cpu >= len(t.cpu)) && q.unbound && len(t.pods) <= 1 {
+		// One pod: every CPU maps to the same pwq, no need to ask getcpu.
+		pq = t.dfl
+	} else {
+		if cpu == cpuUnbound || cpu >= len(t.cpu) {
+			cpu = currentCPU()
+			if cpu >= len(t.cpu) {
+				cpu = 0
+			}
 		}
+		pq = t.cpu[cpu]
 	}
-	pq := t.cpu[cpu]
 	// Non-reentrance: if the item still runs on a pool of this queue, queue
 	// it there so that it runs after, not beside, itself.
 	if r := w.runner.Load(); r != nil {

@@ -1,0 +1,218 @@
+package wq_test
+
+import (
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/panjf2000/ants/v2"
+
+	"github.com/gowq/wq"
+)
+
+// Benchmarks. Latency benchmarks report p50/p99 queue-to-start in ns with
+// b.ReportMetric; every sub-benchmark of BenchmarkQueueToStart runs in the
+// same process under the same conditions, so compare their ratios:
+//
+//	go test -run '^$' -bench 'QueueToStart|Throughput' -benchtime 20000x .
+
+type submitter interface {
+	submit(fn func())
+	close()
+}
+
+type chanPool struct {
+	ch chan func()
+	wg sync.WaitGroup
+}
+
+func newChanPool(n int) *chanPool {
+	p := &chanPool{ch: make(chan func(), 1024)}
+	for i := 0; i < n; i++ {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			for fn := range p.ch {
+				fn()
+			}
+		}()
+	}
+	return p
+}
+
+func (p *chanPool) submit(fn func()) { p.ch <- fn }
+func (p *chanPool) close()           { close(p.ch); p.wg.Wait() }
+
+type antsPool struct{ p *ants.Pool }
+
+func (a antsPool) submit(fn func()) { _ = a.p.Submit(fn) }
+func (a antsPool) close()           { a.p.Release() }
+
+func reportLatency(b *testing.B, lat []int64) {
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2]), "p50-ns")
+	b.ReportMetric(float64(lat[len(lat)*99/100]), "p99-ns")
+}
+
+// BenchmarkQueueToStart: time from just before the queue call to the first
+// instruction of the work function, one item at a time.
+func BenchmarkQueueToStart(b *testing.B) {
+	classes := []struct {
+		name  string
+		flags wq.Flags
+		root  bool
+	}{
+		{"wq-normal-percpu", wq.PerCPU, false},
+		{"wq-normal-unbound", wq.Unbound, false},
+		{"wq-highpri-percpu", wq.PerCPU | wq.HighPri, true},
+		{"wq-rt-percpu", wq.PerCPU | wq.RT, true},
+		{"wq-rt-unbound", wq.Unbound | wq.RT, true},
+	}
+	for _, c := range classes {
+		b.Run(c.name, func(b *testing.B) {
+			q, err := wq.Alloc("bench", c.flags, 0)
+			if err != nil {
+				b.Skip(err)
+			}
+			defer q.Destroy()
+			var start atomic.Int64
+			w := wq.NewWork(func() { start.Store(time.Now().UnixNano()) })
+			lat := make([]int64, 0, b.N)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				start.Store(0)
+				t0 := time.Now().UnixNano()
+				q.Queue(w)
+				for start.Load() == 0 {
+					runtime.Gosched()
+				}
+				lat = append(lat, start.Load()-t0)
+				for w.Busy() != 0 {
+					runtime.Gosched()
+				}
+			}
+			b.StopTimer()
+			reportLatency(b, lat)
+		})
+	}
+	pools := []struct {
+		name string
+		mk   func() submitter
+	}{
+		{"chan-pool", func() submitter { return newChanPool(runtime.GOMAXPROCS(0)) }},
+		{"ants", func() submitter {
+			p, _ := ants.NewPool(runtime.GOMAXPROCS(0))
+			return antsPool{p}
+		}},
+	}
+	for _, pc := range pools {
+		b.Run(pc.name, func(b *testing.B) {
+			p := pc.mk()
+			defer p.close()
+			var start atomic.Int64
+			fn := func() { start.Store(time.Now().UnixNano()) }
+			lat := make([]int64, 0, b.N)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				start.Store(0)
+				t0 := time.Now().UnixNano()
+				p.submit(fn)
+				for start.Load() == 0 {
+					runtime.Gosched()
+				}
+				lat = append(lat, start.Load()-t0)
+			}
+			b.StopTimer()
+			reportLatency(b, lat)
+		})
+	}
+}
+
+// BenchmarkThroughput: empty items queued as fast as possible from
+// GOMAXPROCS goroutines, each with its own items; reports items/s.
+func BenchmarkThroughput(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		flags wq.Flags
+	}{{"wq-percpu", wq.PerCPU}, {"wq-unbound", wq.Unbound}} {
+		b.Run(c.name, func(b *testing.B) {
+			q, err := wq.Alloc("tput", c.flags, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer q.Destroy()
+			var done atomic.Int64
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				works := make([]*wq.Work, 64)
+				for i := range works {
+					works[i] = wq.NewWork(func() { done.Add(1) })
+				}
+				i := 0
+				for pb.Next() {
+					for !q.Queue(works[i%len(works)]) {
+						i++
+					}
+					i++
+				}
+			})
+			q.Flush()
+			b.StopTimer()
+			b.ReportMetric(float64(done.Load())/b.Elapsed().Seconds(), "items/s")
+		})
+	}
+	b.Run("chan-pool", func(b *testing.B) {
+		p := newChanPool(runtime.GOMAXPROCS(0))
+		var done atomic.Int64
+		fn := func() { done.Add(1) }
+		b.ReportAllocs()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				p.submit(fn)
+			}
+		})
+		p.close()
+		b.StopTimer()
+		b.ReportMetric(float64(done.Load())/b.Elapsed().Seconds(), "items/s")
+	})
+	b.Run("ants", func(b *testing.B) {
+		ap, _ := ants.NewPool(runtime.GOMAXPROCS(0))
+		var done atomic.Int64
+		var wg sync.WaitGroup
+		fn := func() { done.Add(1); wg.Done() }
+		b.ReportAllocs()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				wg.Add(1)
+				_ = ap.Submit(fn)
+			}
+		})
+		wg.Wait()
+		ap.Release()
+		b.StopTimer()
+		b.ReportMetric(float64(done.Load())/b.Elapsed().Seconds(), "items/s")
+	})
+}
+
+// BenchmarkQueueAllocs: Queue of a pre-initialised, idle Work.
+func BenchmarkQueueAllocs(b *testing.B) {
+	q, err := wq.Alloc("allocs", wq.PerCPU, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer q.Destroy()
+	w := wq.NewWork(func() {})
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		for w.Busy() != 0 {
+			runtime.Gosched()
+		}
+		q.Queue(w)
+	}
+}
