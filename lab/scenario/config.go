@@ -16,6 +16,10 @@ const (
 	KindGowq     Kind = "gowq"     // a gowq workqueue (wq.Alloc)
 	KindKthread  Kind = "kthread"  // gowq's per-CPU kthread_worker pool
 	KindBaseline Kind = "baseline" // a Go executor from lab/baseline
+	// KindKernel rows are the kernel's own kworkers, recorded through
+	// tracefs during the same run (Options.Kernel); they are not a
+	// configuration and never take part in the verdict.
+	KindKernel Kind = "kernel"
 )
 
 // Class is the worker class of a configuration.
@@ -27,6 +31,7 @@ const (
 	ClassHighPri Class = "highpri" // SCHED_OTHER, nice -20
 	ClassRT      Class = "rt"      // SCHED_FIFO at the lowest RT priority
 	ClassGo      Class = "go"      // ordinary goroutines
+	ClassKernel  Class = "kernel"  // the kernel's kworkers (KindKernel rows)
 )
 
 // ConfigInfo describes one configuration (one row of a table).

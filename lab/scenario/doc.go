@@ -58,6 +58,31 @@
 // not beat. It compares the numbers of one run and says when a margin is
 // under 5%.
 //
+// # Kernel rows
+//
+// With Options.Kernel (wqlab --kernel) the kernel's own kworkers are
+// measured during the same rounds: package lab/ktrace records the
+// kernel's workqueue tracepoints through tracefs (a private trace
+// instance, removed afterwards; tracefs is mounted for the run when it was
+// not) while a helper writes and fsyncs a temporary file every 2 ms, so
+// that the block layer and the file system queue their I/O completion
+// work. The recording is analysed by package wqtrace/analyze, and the
+// busiest workqueues, kblockd first when it has at least 10 items, then
+// the others by count, at most three, become rows "kernel kworkers
+// (<workqueue>)" of kind and class "kernel" at the end of the table. They
+// fill the count and queue->start columns (workqueue_queue_work to
+// workqueue_execute_start, 1 us resolution; immediate work, so in the
+// delayed scenario they are not start - queue - delay) and print "-" in
+// the others (bandwidth, clat, missed, change columns, on hog cpu).
+//
+// Kernel rows are shown for comparison and take no part in the verdict
+// or the change columns: they are not a configuration of the same work
+// item, and their load (the fsync helper's I/O) is not the scenario's.
+// The helper runs during the rounds of every row alike, so it adds the
+// same small I/O load to all of them. Where tracefs cannot be used (not
+// root, no tracefs, another recording holding it for more than 5 s) a
+// note under the table says why and the run goes on without kernel rows.
+//
 // # Results document (schema "gowq.wqlab/v1")
 //
 // Results.WriteJSON writes, and ReadJSON reads, one JSON object. Every
@@ -83,7 +108,8 @@
 //	  "settings": {
 //	    "scenarios": [string], "configs": [string] (optional, as given),
 //	    "duration_ns": int (per scenario), "quick": bool, "antagonist": "cpuio"|"fio"|"none",
-//	    "verity_size_bytes": int, "erofs_bytes": int, "interleaved": true
+//	    "verity_size_bytes": int, "erofs_bytes": int, "interleaved": true,
+//	    "kernel": bool (optional; kernel rows were recorded)
 //	  },
 //	  "scenarios": [{
 //	    "name": "verity"|"erofs"|"submit"|"delayed", "title": string,
@@ -100,8 +126,9 @@
 //	    },
 //	    "duration_ns": int, "slice_ns": int, "rounds": int,
 //	    "rows": [{
-//	      "id": "rt-percpu", "label": "RT per-CPU", "note": string (optional),
-//	      "kind": "gowq"|"kthread"|"baseline", "class": "normal"|"highpri"|"rt"|"go",
+//	      "id": "rt-percpu" ("kernel:kblockd" for kernel rows), "label": "RT per-CPU",
+//	      "note": string (optional; the workqueue for kernel rows),
+//	      "kind": "gowq"|"kthread"|"baseline"|"kernel", "class": "normal"|"highpri"|"rt"|"go"|"kernel",
 //	      "flags": "PERCPU|RT" (gowq rows),
 //	      "skipped": bool (optional), "skip_reason": string (optional),
 //	      "items": int,

@@ -91,6 +91,16 @@ type Options struct {
 	// Log, when not nil, receives one-line notes as the run advances
 	// (preparation, antagonists, skipped rows).
 	Log io.Writer
+	// Kernel also records the kernel's own workqueues through tracefs
+	// while each scenario measures (package lab/ktrace), with a helper
+	// that writes and fsyncs a temporary file every 2 ms, and adds the
+	// busiest of them as "kernel kworkers (<workqueue>)" rows (KindKernel).
+	// Where tracefs cannot be used (not root, no tracefs) a note says so
+	// and the rows are left out; the run goes on.
+	Kernel bool
+	// KernelTracefs is the tracefs directory for Kernel; "" means the
+	// system's, mounted at /sys/kernel/tracing for the run when needed.
+	KernelTracefs string
 }
 
 // Phase is the stage of a scenario a Progress reports.
@@ -123,6 +133,8 @@ type plan struct {
 	verityDir  string
 	erofsSrc   string
 	erofsBytes int64
+	kernel     bool   // Options.Kernel
+	kernelFS   string // Options.KernelTracefs
 }
 
 // Validate checks the options without running anything. It returns an
@@ -134,7 +146,7 @@ func (o Options) Validate() error {
 }
 
 func (o Options) plan() (*plan, error) {
-	p := &plan{quick: o.Quick, verityDir: o.VerityDir, erofsSrc: o.ErofsSource}
+	p := &plan{quick: o.Quick, verityDir: o.VerityDir, erofsSrc: o.ErofsSource, kernel: o.Kernel, kernelFS: o.KernelTracefs}
 	for _, item := range o.Scenarios {
 		for _, s := range strings.Split(item, ",") {
 			s = strings.ToLower(strings.TrimSpace(s))

@@ -34,7 +34,8 @@ type Settings struct {
 	Antagonist  string   `json:"antagonist"`
 	VeritySize  int64    `json:"verity_size_bytes"`
 	ErofsBytes  int64    `json:"erofs_bytes"`
-	Interleaved bool     `json:"interleaved"` // always true: configurations alternate in short slices
+	Interleaved bool     `json:"interleaved"`      // always true: configurations alternate in short slices
+	Kernel      bool     `json:"kernel,omitempty"` // the kernel's kworkers were recorded too (Options.Kernel)
 }
 
 // Machine holds the facts about the machine the numbers came from.

@@ -39,6 +39,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		Settings: Settings{
 			Scenarios: p.scenarios, Configs: o.Configs, DurationNs: int64(p.duration), Quick: p.quick,
 			Antagonist: p.antagonist, VeritySize: p.veritySize, ErofsBytes: p.erofsBytes, Interleaved: true,
+			Kernel: p.kernel,
 		},
 	}
 	logPrivileges(res.Machine.Privileges, p, logf)
@@ -193,6 +194,10 @@ func runScenario(ctx context.Context, o Options, p *plan, def *scenarioDef, w wo
 		w.slice(ctx, r, warmup, newRecord())
 	}
 	probe := lm.probe()
+	var kern *kernelRec
+	if p.kernel {
+		kern = startKernel(ctx, p, def.name, logf)
+	}
 	done := 0
 	for round := 0; round < rounds && ctx.Err() == nil; round++ {
 		for i := range live {
@@ -204,6 +209,11 @@ func runScenario(ctx context.Context, o Options, p *plan, def *scenarioDef, w wo
 			done++
 			progress(o, Progress{Scenario: def.name, Phase: PhaseMeasure, Done: done, Total: total})
 		}
+	}
+	var kernRows []Row
+	var kernNotes []string
+	if p.kernel {
+		kernRows, kernNotes = kern.finish(def.name, logf)
 	}
 	lm.read(probe, &sr.Load)
 	w.describe(&sr.Load)
@@ -221,6 +231,8 @@ func runScenario(ctx context.Context, o Options, p *plan, def *scenarioDef, w wo
 			sr.clat[r.def.ID] = r.rec.clat
 		}
 	}
+	sr.Rows = append(sr.Rows, kernRows...)
+	sr.Notes = append(sr.Notes, kernNotes...)
 	computeChanges(&sr, def.changes)
 	sr.Verdict = computeVerdict(&sr, def.verdict)
 	if ctx.Err() != nil {

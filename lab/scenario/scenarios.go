@@ -31,18 +31,21 @@ var (
 type column struct {
 	head string
 	cell func(r *Row) string
+	// kernel is true for the columns that apply to kernel rows (count and
+	// queue->start figures); the others print "-" for them.
+	kernel bool
 }
 
 func latCol(head string, f func(l Latency) float64) column {
-	return column{head, func(r *Row) string { return fmtUs(f(r.QueueToStart)) }}
+	return column{head, func(r *Row) string { return fmtUs(f(r.QueueToStart)) }, true}
 }
 
 func chgCol(m metric) column {
-	return column{m.key + " chg", func(r *Row) string { return fmtChange(r, m) }}
+	return column{m.key + " chg", func(r *Row) string { return fmtChange(r, m) }, false}
 }
 
 var (
-	colN      = column{"n", func(r *Row) string { return fmt.Sprint(r.Items) }}
+	colN      = column{"n", func(r *Row) string { return fmt.Sprint(r.Items) }, true}
 	colAvg    = latCol("avg", func(l Latency) float64 { return l.AvgUs })
 	colMedian = latCol("median", func(l Latency) float64 { return l.MedianUs })
 	colMin    = latCol("min", func(l Latency) float64 { return l.MinUs })
@@ -51,7 +54,7 @@ var (
 	colP95    = latCol("p95", func(l Latency) float64 { return l.P95Us })
 	colP98    = latCol("p98", func(l Latency) float64 { return l.P98Us })
 	colP99    = latCol("p99", func(l Latency) float64 { return l.P99Us })
-	colMissed = column{"missed", func(r *Row) string { return fmt.Sprint(r.Missed) }}
+	colMissed = column{"missed", func(r *Row) string { return fmt.Sprint(r.Missed) }, false}
 )
 
 func clatCol(head string, f func(l Latency) float64) column {
@@ -60,7 +63,7 @@ func clatCol(head string, f func(l Latency) float64) column {
 			return "-"
 		}
 		return fmtUs(f(*r.Clat))
-	}}
+	}, false}
 }
 
 // scenarioDef is the static description of a scenario.
@@ -112,7 +115,7 @@ var scenarioDefs = []*scenarioDef{
 		changes: []metric{mClat, mBW, mP99},
 		columns: []column{
 			colN,
-			{"bw MiB/s", func(r *Row) string { return fmt.Sprintf("%.1f", r.BandwidthMiBs) }},
+			{"bw MiB/s", func(r *Row) string { return fmt.Sprintf("%.1f", r.BandwidthMiBs) }, false},
 			chgCol(mBW),
 			clatCol("clat avg", func(l Latency) float64 { return l.AvgUs }),
 			clatCol("clat stdev", func(l Latency) float64 { return l.StdevUs }),
@@ -202,7 +205,7 @@ var scenarioDefs = []*scenarioDef{
 					return "-"
 				}
 				return fmt.Sprintf("%.0f%%", *r.OnQueueCPUPct)
-			}},
+			}, false},
 			chgCol(mP99), chgCol(mMax)},
 		notes: []string{
 			"Latency counts from the end of the 1 ms delay, so it includes the Go timer's own lateness, which every row shares",

@@ -72,7 +72,10 @@ func (s *ScenarioResult) WriteTable(w io.Writer) error {
 			continue
 		}
 		for j, c := range def.columns {
-			v := c.cell(r)
+			v := "-"
+			if r.Kind != KindKernel || c.kernel {
+				v = c.cell(r)
+			}
 			cells[i] = append(cells[i], v)
 			widths[j+1] = max(widths[j+1], len(v))
 		}
@@ -192,10 +195,10 @@ func fmtDur(ns int64) string {
 // was not measured, the first measured row; then ref says which).
 func computeChanges(s *ScenarioResult, ms []metric) {
 	ref := s.Row(s.Default)
-	if ref == nil || ref.Skipped || ref.Items == 0 {
+	if ref == nil || ref.Skipped || ref.Items == 0 || ref.Kind == KindKernel {
 		ref = nil
 		for i := range s.Rows {
-			if !s.Rows[i].Skipped && s.Rows[i].Items > 0 {
+			if !s.Rows[i].Skipped && s.Rows[i].Items > 0 && s.Rows[i].Kind != KindKernel {
 				ref = &s.Rows[i]
 				break
 			}
@@ -208,8 +211,8 @@ func computeChanges(s *ScenarioResult, ms []metric) {
 	}
 	for i := range s.Rows {
 		r := &s.Rows[i]
-		if r.Skipped || r.Items == 0 {
-			continue
+		if r.Skipped || r.Items == 0 || r.Kind == KindKernel {
+			continue // kernel rows have no change columns
 		}
 		for _, m := range ms {
 			if v := stats.ChangePct(m.get(ref), m.get(r)); finite(v) {
@@ -224,7 +227,7 @@ func computeChanges(s *ScenarioResult, ms []metric) {
 
 // computeVerdict decides whether the best RT row (gowq's RT class: an RT
 // workqueue or the FIFO-low kthread set) beat every Go baseline and every
-// normal-class gowq row on metric m, and
+// normal-class gowq row on metric m (kernel rows take no part), and
 // writes the line printed under the table. It compares the numbers of
 // this one run; it does not test significance, and says so when margins
 // are within 5%.
