@@ -325,3 +325,42 @@ func TestHotplugRealAffinity(t *testing.T) {
 		t.Errorf("pool after restore: %v", got)
 	}
 }
+
+// TestRTHogReport: an RT item that spins past the RT hog threshold is
+// reported once, as an RT hog.
+func TestRTHogReport(t *testing.T) {
+	requireRoot(t)
+	if err := wq.SetRTHogThresh(30 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	defer wq.SetRTHogThresh(100 * time.Millisecond)
+	var reports atomic.Int32
+	var msg atomic.Value
+	wq.SetLockupHook(func(r wq.LockupReport) {
+		if r.RTHog {
+			reports.Add(1)
+			msg.Store(r.Message)
+		}
+	})
+	defer wq.SetLockupHook(nil)
+	q := mustAlloc(t, "rt-hog", wq.Unbound|wq.RT, 0)
+	done := make(chan struct{})
+	// Spin (bounded by 5 s of CPU time) until the watchdog reports it.
+	q.Queue(wq.NewWork(func() {
+		s := threadCPU()
+		for reports.Load() == 0 && threadCPU()-s < 5*time.Second {
+		}
+		close(done)
+	}))
+	<-done
+	q.Flush()
+	if n := reports.Load(); n != 1 {
+		t.Fatalf("%d RT hog reports, want 1", n)
+	}
+	if m, _ := msg.Load().(string); !strings.Contains(m, "without sleeping") || !strings.Contains(m, "TestRTHogReport") {
+		t.Errorf("report %q", m)
+	}
+	if err := wq.SetRTHogThresh(-1); !errors.Is(err, wq.ErrInvalidArgument) {
+		t.Errorf("SetRTHogThresh(-1) = %v", err)
+	}
+}

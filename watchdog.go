@@ -2,6 +2,8 @@ package wq
 
 import (
 	"fmt"
+
+	"github.com/gowq/wq/internal/sched"
 	"log/slog"
 	"strings"
 	"sync"
@@ -14,15 +16,19 @@ import (
 // reported once, in the kernel's words, with a dump of its busy workers.
 
 var wdog struct {
-	mu     sync.Mutex
-	pools  map[*pool]*wdState // guarded by mu
-	stop   chan struct{}      // guarded by mu
-	done   chan struct{}
-	thresh atomic.Int64 // ns; 0 = off
-	hook   atomic.Pointer[func(LockupReport)]
+	mu       sync.Mutex
+	pools    map[*pool]*wdState // guarded by mu
+	stop     chan struct{}      // guarded by mu
+	done     chan struct{}
+	thresh   atomic.Int64 // ns; 0 = off
+	rtThresh atomic.Int64 // ns; 0 = off
+	hook     atomic.Pointer[func(LockupReport)]
 }
 
-type wdState struct{ reported bool }
+type wdState struct {
+	reported bool
+	rtGen    map[*worker]uint64 // item (gen) of each RT worker already reported
+}
 
 // LockupReport is what the watchdog reports about a stuck pool.
 type LockupReport struct {
@@ -31,9 +37,91 @@ type LockupReport struct {
 	Message string        // the kernel-style "BUG: workqueue lockup - ..." line
 	Workers string        // dump of busy workers with their current functions
 	Pending int           // items on the pool's worklist
+	// RTHog marks a report of an RT item running too long without sleeping
+	// (SetRTHogThresh) rather than a lockup.
+	RTHog bool
 }
 
-func init() { wdog.thresh.Store(int64(30 * time.Second)) }
+func init() {
+	wdog.thresh.Store(int64(30 * time.Second))
+	wdog.rtThresh.Store(int64(100 * time.Millisecond))
+}
+
+// SetRTHogThresh sets how long an item on an RT pool (SCHED_FIFO workers)
+// may run without sleeping before the watchdog reports it: such an item
+// starves every ordinary thread on its CPU. Default 100 ms; 0 turns the
+// check off. The report goes to slog and to the lockup hook, once per item.
+// Negative: ErrInvalidArgument.
+func SetRTHogThresh(d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("%w: RT hog threshold %v", ErrInvalidArgument, d)
+	}
+	wdog.rtThresh.Store(int64(d))
+	return nil
+}
+
+// rtHogCheck reports RT workers whose current item has run longer than th
+// and whose thread is running (not asleep) now.
+func rtHogCheck(th time.Duration) {
+	now := nanotime()
+	wdog.mu.Lock()
+	var rtPools []*pool
+	var states []*wdState
+	for p, st := range wdog.pools {
+		if p.key.class.rt() {
+			rtPools = append(rtPools, p)
+			states = append(states, st)
+		}
+	}
+	wdog.mu.Unlock()
+	for i, p := range rtPools {
+		st := states[i]
+		type hog struct {
+			wk  *worker
+			gen uint64
+			tid int
+			fn  string
+			ran time.Duration
+		}
+		var hogs []hog
+		p.mu.Lock()
+		for _, wk := range p.workers {
+			if wk.current != nil && wk.tid != 0 && time.Duration(now-wk.currentAt) >= th {
+				hogs = append(hogs, hog{wk, wk.gen, wk.tid, wk.current.Func(), time.Duration(now - wk.currentAt)})
+			}
+		}
+		p.mu.Unlock()
+		for _, h := range hogs {
+			if st.rtGen[h.wk] == h.gen {
+				continue
+			}
+			sr, err := sched.OpenStat(h.tid)
+			if err != nil {
+				continue
+			}
+			state, err := sr.State()
+			_ = sr.Close()
+			if err != nil || sched.Sleeping(state) {
+				continue
+			}
+			if st.rtGen == nil {
+				st.rtGen = map[*worker]uint64{}
+			}
+			st.rtGen[h.wk] = h.gen
+			rep := LockupReport{
+				Pool:    p.String(),
+				Stuck:   h.ran,
+				Message: fmt.Sprintf("workqueue: RT work item %s on %s (tid %d) has run for %v without sleeping; it starves every SCHED_OTHER thread on its CPU", h.fn, h.wk.name, h.tid, h.ran.Round(time.Millisecond)),
+				Workers: fmt.Sprintf("  %s (tid %d): %s, running for %v\n", h.wk.name, h.tid, h.fn, h.ran.Round(time.Millisecond)),
+				RTHog:   true,
+			}
+			slog.Error(rep.Message, "pool", rep.Pool)
+			if hk := wdog.hook.Load(); hk != nil {
+				(*hk)(rep)
+			}
+		}
+	}
+}
 
 // SetWatchdogThresh sets how long a pool may hold pending work without
 // progress before the lockup report; 0 turns the watchdog off. Default 30 s.
@@ -95,6 +183,9 @@ func watchdogLoop(stop, done chan struct{}) {
 		if th == 0 || period > time.Second {
 			period = time.Second
 		}
+		if rt := time.Duration(wdog.rtThresh.Load()); rt > 0 && rt/2 < period {
+			period = rt / 2
+		}
 		if period < time.Millisecond {
 			period = time.Millisecond
 		}
@@ -102,6 +193,9 @@ func watchdogLoop(stop, done chan struct{}) {
 		case <-stop:
 			return
 		case <-time.After(period):
+		}
+		if rt := time.Duration(wdog.rtThresh.Load()); rt > 0 {
+			rtHogCheck(rt)
 		}
 		if th == 0 {
 			continue
