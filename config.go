@@ -1,6 +1,7 @@
 package wq
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -213,4 +214,21 @@ func resolveClass(p Policy, fallback bool) (classAttrs, bool, error) {
 		}
 	}
 	return classAttrs{policy: sched.PolicyNormal}, true, nil
+}
+
+// Mlockall locks the process's current and future memory into RAM
+// (mlockall(MCL_CURRENT|MCL_FUTURE)), so that RT workers never wait for a
+// page fault. Call it once at start-up, after the big allocations, in
+// programs whose latency-critical work runs on RT queues. It needs
+// CAP_IPC_LOCK (root) or a large enough RLIMIT_MEMLOCK; otherwise it returns
+// an error wrapping ErrPermission and changes nothing. The Go heap grows
+// with locked pages from then on, so memory use counts against the limit.
+func Mlockall() error {
+	if err := sched.Mlockall(); err != nil {
+		if errors.Is(err, sched.ErrPermission) {
+			return fmt.Errorf("%w: %v (needs CAP_IPC_LOCK or RLIMIT_MEMLOCK; `ulimit -l unlimited`)", ErrPermission, err)
+		}
+		return err
+	}
+	return nil
 }

@@ -700,3 +700,27 @@ func TestZeroAllocQueue(t *testing.T) {
 	}
 	idle()
 }
+
+func TestUnboundPoolsShared(t *testing.T) {
+	a := mustAlloc(t, "share-a", wq.Unbound, 0)
+	b := mustAlloc(t, "share-b", wq.Unbound, 0)
+	if !slices.Equal(a.PoolIDs(), b.PoolIDs()) {
+		t.Errorf("queues with equal attributes use pools %v and %v, want the same", a.PoolIDs(), b.PoolIDs())
+	}
+	if err := b.SetNice(5); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Equal(a.PoolIDs(), b.PoolIDs()) {
+		t.Errorf("queues with different nice share pools %v", a.PoolIDs())
+	}
+	if got, _ := b.Attr("nice"); got != "5" {
+		t.Errorf("nice attr %q, want 5", got)
+	}
+	var tid atomic.Int32
+	w := wq.NewWork(func() { tid.Store(int32(wq.Gettid())) })
+	b.Queue(w)
+	w.Flush()
+	if a, _ := sched.GetAttr(int(tid.Load())); a.Nice != 5 {
+		t.Errorf("worker of the nice 5 queue runs at nice %d", a.Nice)
+	}
+}
