@@ -149,16 +149,20 @@ func (q *Workqueue) rt() bool { return q.flags&RT != 0 }
 // installs the result. Called without q.mu.
 func (q *Workqueue) update(what string, change func(a *queueAttrs) error) error {
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	if q.destroyed.Load() {
+		q.mu.Unlock()
 		return fmt.Errorf("%w: %s", ErrDestroyed, q.name)
 	}
 	a := q.attrs
 	if err := change(&a); err != nil {
+		q.mu.Unlock()
 		return fmt.Errorf("workqueue %s: %s: %w", q.name, what, err)
 	}
 	q.attrs = a
 	q.installTable(currentTopology())
+	puts := q.retireIdle()
+	q.mu.Unlock()
+	putPools(puts)
 	return nil
 }
 
@@ -331,6 +335,9 @@ func SetGlobalAttr(name, value string) error {
 		if err != nil {
 			return bad(err)
 		}
+		if m.IsEmpty() {
+			return bad(fmt.Errorf("empty mask"))
+		}
 		return SetUnboundCPUMask(m.List())
 	case "highpri_policy":
 		p, err := ParsePolicy(v)
@@ -375,11 +382,7 @@ func SetUnboundCPUMask(cpus []int) error {
 	sort.Slice(qs, func(i, j int) bool { return qs[i].name < qs[j].name })
 	for _, q := range qs {
 		if q.unbound {
-			q.mu.Lock()
-			if !q.destroyed.Load() {
-				q.installTable(currentTopology())
-			}
-			q.mu.Unlock()
+			q.reinstall(currentTopology())
 		}
 	}
 	return nil

@@ -90,3 +90,10 @@ func (q *Workqueue) DumpState() string {
 
 // SetTopologySource injects a topology source (hotplug tests).
 var SetTopologySource = setTopologySource
+
+// NumPwqs returns how many pwqs q holds (current and retired-with-items).
+func (q *Workqueue) NumPwqs() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.allPwqs)
+}

@@ -115,3 +115,18 @@ func (s HistSnapshot) MeanNs() float64 {
 	}
 	return float64(s.SumNs) / float64(s.Count)
 }
+
+func (h *latencyHist) addFrom(o *latencyHist) {
+	for i := range o.counts {
+		if c := o.counts[i].Load(); c > 0 {
+			h.counts[i].Add(c)
+		}
+	}
+	h.sum.Add(o.sum.Load())
+	for {
+		m, om := h.max.Load(), o.max.Load()
+		if om <= m || h.max.CompareAndSwap(m, om) {
+			return
+		}
+	}
+}

@@ -20,6 +20,7 @@ type pwq struct {
 	nrInFlight   [2]int   // guarded by pool.mu: items per flush color (queued, inactive or running)
 	color        uint8    // guarded by pool.mu: color given to new items
 	flushWaiting bool     // guarded by pool.mu: a flush waits for color^1 to drain
+	dead         bool     // guarded by pool.mu: retired and released; queueing retries on the current table
 
 	stats pwqStats
 }
@@ -31,6 +32,12 @@ type pwq struct {
 // completer reads nrInactive after giving its slot back; with those two
 // orders an item can never be left inactive while a slot is free.
 type activeLimit struct {
+	// ordered: the limit of an ordered queue (max_active 1). With more than
+	// one pwq (after an attribute change), items are activated strictly
+	// oldest pwq first, which is queue order: new items go only to the
+	// newest pwq (the kernel plugs the new pwq until the old one drains).
+	ordered    bool
+	npwqs      atomic.Int32 // len(pwqs)
 	max        atomic.Int32
 	nrActive   atomic.Int32
 	nrInactive atomic.Int32
@@ -55,8 +62,25 @@ func (l *activeLimit) tryInc() bool {
 func (l *activeLimit) addPwq(pq *pwq) {
 	l.mu.Lock()
 	l.pwqs = append(l.pwqs, pq)
+	l.npwqs.Store(int32(len(l.pwqs)))
 	l.mu.Unlock()
 }
+
+func (l *activeLimit) removePwq(pq *pwq) {
+	l.mu.Lock()
+	for i, x := range l.pwqs {
+		if x == pq {
+			l.pwqs = append(l.pwqs[:i], l.pwqs[i+1:]...)
+			break
+		}
+	}
+	l.npwqs.Store(int32(len(l.pwqs)))
+	l.mu.Unlock()
+}
+
+// strictOrder reports whether activation must go through scan, oldest pwq
+// first.
+func (l *activeLimit) strictOrder() bool { return l.ordered && l.npwqs.Load() > 1 }
 
 // scan activates inactive items of every pwq in l while slots are free,
 // oldest pwq first, skipping skip (whose pool lock the caller just held).
@@ -73,27 +97,40 @@ func (l *activeLimit) scan(skip *pwq) {
 			return
 		}
 		pq.pool.mu.Lock()
+		first := !pq.inactive.empty()
 		pq.activateInactive()
 		pq.pool.mu.Unlock()
+		if l.ordered && first {
+			// Strict order: only the oldest pwq that holds items may
+			// activate; a newer one must not take a slot freed meanwhile.
+			return
+		}
 	}
 }
 
 // insert links a pending item into the pwq: on the pool's worklist if a
 // max_active slot is free and nothing is waiting before it, else on the
-// inactive list. Called with pool.mu held. Mirrors insert_work/__queue_work.
-func (pq *pwq) insert(w *Work) {
+// inactive list. Called with pool.mu held. It returns true when the caller
+// must run lim.scan after unlocking (an ordered queue with several pwqs).
+// Mirrors insert_work/__queue_work.
+func (pq *pwq) insert(w *Work) bool {
 	w.color = pq.color
 	pq.nrInFlight[w.color]++
 	w.queuedAt = nanotime()
 	w.pwq.Store(pq)
 	l := pq.lim
 	l.nrInactive.Add(1)
+	if l.strictOrder() {
+		pq.inactive.pushBack(w)
+		return true
+	}
 	if pq.inactive.empty() && l.tryInc() {
 		l.nrInactive.Add(-1)
 		pq.activate(w)
-		return
+		return false
 	}
 	pq.inactive.pushBack(w)
+	return false
 }
 
 // activate puts w on the pool's worklist and kicks the pool.
@@ -128,6 +165,9 @@ func (pq *pwq) complete(color uint8) bool {
 }
 
 func (pq *pwq) afterSlotFreed() bool {
+	if pq.lim.strictOrder() {
+		return pq.lim.nrInactive.Load() > 0
+	}
 	pq.activateInactive()
 	if pq.lim.nrInactive.Load() == 0 {
 		return false
@@ -177,3 +217,18 @@ type pwqStats struct {
 }
 
 func (s *pwqStats) observeLatency(ns int64) { s.latency.observe(ns) }
+
+// addFrom adds o's counters to s (a retired pwq's counters to its queue's).
+func (s *pwqStats) addFrom(o *pwqStats) {
+	s.started.Add(o.started.Load())
+	s.completed.Add(o.completed.Load())
+	s.cpuTimeNs.Add(o.cpuTimeNs.Load())
+	s.cpuIntensive.Add(o.cpuIntensive.Load())
+	s.cmWakeups.Add(o.cmWakeups.Load())
+	s.repatriated.Add(o.repatriated.Load())
+	s.mayday.Add(o.mayday.Load())
+	s.rescued.Add(o.rescued.Load())
+	s.panics.Add(o.panics.Load())
+	s.latency.addFrom(&o.latency)
+	s.exec.addFrom(&o.exec)
+}

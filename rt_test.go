@@ -195,7 +195,7 @@ func privChild() {
 		fail("Alloc with fallback: %v", err)
 	}
 	st := q.Stats()
-	if !st.Fallback || st.Policy == wq.PolicyFIFO || q.Flags()&wq.RT != 0 {
+	if !st.Fallback || st.Policy != wq.PolicyNormal || q.Flags()&(wq.RT|wq.HighPri) != 0 {
 		fail("fallback not visible: %+v flags %v", st, q.Flags())
 	}
 	var ran atomic.Bool

@@ -37,13 +37,18 @@ type QueueStats struct {
 // is safe from any goroutine; counters of different columns may be a few
 // items apart.
 func (q *Workqueue) Stats() QueueStats {
+	// Summed under q.mu, so that a pwq retired meanwhile is counted once.
 	q.mu.Lock()
-	pwqs := append([]*pwq(nil), q.allPwqs...)
+	defer q.mu.Unlock()
+	pwqs := q.allPwqs
 	pol := q.attrs.policy
-	q.mu.Unlock()
 	s := QueueStats{Name: q.name, Flags: q.flags, Policy: pol, Fallback: q.fellBack}
+	all := make([]*pwqStats, 0, len(pwqs)+1)
+	all = append(all, &q.retired)
 	for _, pq := range pwqs {
-		st := &pq.stats
+		all = append(all, &pq.stats)
+	}
+	for _, st := range all {
 		started, done := st.started.Load(), st.completed.Load()
 		s.Total += started
 		s.Infl += started - done

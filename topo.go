@@ -175,11 +175,7 @@ func onTopologyChange(old, nt *topology.Topology) {
 	}
 	for _, q := range liveQueues() {
 		if q.unbound {
-			q.mu.Lock()
-			if !q.destroyed.Load() {
-				q.installTable(nt)
-			}
-			q.mu.Unlock()
+			q.reinstall(nt)
 		}
 	}
 	topo.mu.Lock()

@@ -39,6 +39,7 @@ type Workqueue struct {
 	maxActive atomic.Int32
 	attrs     queueAttrs // guarded by mu
 	rescuer   *rescuer   // immutable after Alloc
+	retired   pwqStats   // counters of released pwqs (atomic)
 	fellBack  bool       // immutable after Alloc: got a lower class than asked
 
 	draining  atomic.Int32
@@ -142,9 +143,15 @@ func alloc(name string, flags Flags, maxActive int, opts []Option) (*Workqueue, 
 		return nil, fmt.Errorf("alloc_workqueue(%q): %w", name, err)
 	}
 	if fellBack {
-		slog.Warn("workqueue: RT class not permitted, falling back to HighPri", "workqueue", name)
-		q.flags = q.flags&^RT | HighPri
-		pol = PolicyHighPri
+		// Report the class actually obtained: HighPri (nice -20) or normal.
+		got := PolicyNormal
+		q.flags &^= RT | HighPri
+		if class.nice < 0 {
+			got = PolicyHighPri
+			q.flags |= HighPri
+		}
+		slog.Warn("workqueue: worker class not permitted, falling back", "workqueue", name, "asked", pol.String(), "got", got.String())
+		pol = got
 		q.fellBack = true
 	}
 	q.attrs = queueAttrs{class: class, policy: pol, scope: defaultScope(), scopeDefault: true}
@@ -239,7 +246,7 @@ func (q *Workqueue) installTable(topo *topology.Topology) {
 			idx = node
 		}
 		for len(q.lims) <= idx {
-			q.lims = append(q.lims, &activeLimit{})
+			q.lims = append(q.lims, &activeLimit{ordered: q.ordered})
 		}
 		return q.lims[idx]
 	}
@@ -278,6 +285,70 @@ func (q *Workqueue) installTable(topo *topology.Topology) {
 	}
 	q.setNodeMax(topo)
 	q.table.Store(t)
+}
+
+// reinstall rebuilds q's table for topo and releases the retired pwqs that
+// hold no items. Called without q.mu.
+func (q *Workqueue) reinstall(topo *topology.Topology) {
+	q.mu.Lock()
+	if q.destroyed.Load() {
+		q.mu.Unlock()
+		return
+	}
+	q.installTable(topo)
+	puts := q.retireIdle()
+	q.mu.Unlock()
+	putPools(puts)
+}
+
+// retireIdle releases the pwqs that the current table no longer uses and
+// that hold no items: they are marked dead (a queue call that picked one
+// from an old table retries), leave their limit and q.allPwqs, and their
+// counters move to q.retired. It returns the pools to put once q.mu is
+// released. Called with q.mu held. Retired pwqs that still hold items stay
+// until a later call.
+func (q *Workqueue) retireIdle() []*pool {
+	t := q.table.Load()
+	current := make(map[*pwq]bool, len(t.cpu)+len(t.pods)+1)
+	for _, pq := range t.cpu {
+		current[pq] = true
+	}
+	for _, pq := range t.pods {
+		current[pq] = true
+	}
+	if t.dfl != nil {
+		current[t.dfl] = true
+	}
+	var puts []*pool
+	keep := make([]*pwq, 0, len(q.allPwqs))
+	for _, pq := range q.allPwqs {
+		if current[pq] {
+			keep = append(keep, pq)
+			continue
+		}
+		p := pq.pool
+		p.mu.Lock()
+		idle := pq.nrInFlight[0]+pq.nrInFlight[1] == 0 && !pq.flushWaiting && pq.inactive.empty()
+		if idle {
+			pq.dead = true
+		}
+		p.mu.Unlock()
+		if !idle {
+			keep = append(keep, pq)
+			continue
+		}
+		pq.lim.removePwq(pq)
+		q.retired.addFrom(&pq.stats)
+		puts = append(puts, p)
+	}
+	q.allPwqs = keep
+	return puts
+}
+
+func putPools(ps []*pool) {
+	for _, p := range ps {
+		p.put()
+	}
 }
 
 // setNodeMax splits max_active over NUMA nodes in proportion to their
@@ -377,6 +448,36 @@ func (q *Workqueue) queuePended(reqCPU int, w *Work) bool {
 		w.release()
 		return false
 	}
+	traced := false
+	for {
+		pq, cpu := q.pickPwq(reqCPU, w)
+		if tr := tracer.Load(); tr != nil && !traced {
+			traced = true
+			target := cpu
+			if pq.pool.key.cpu < 0 {
+				target = -1
+			}
+			(*tr).Trace(&wqtrace.Event{Kind: wqtrace.QueueWork, TimeNs: nanotime(), CPU: sched.GetCPU(), TID: sched.Gettid(), Work: w.addr(), Function: w.Func(), Workqueue: q.name, ReqCPU: reqCPU, TargetCPU: target})
+		}
+		p := pq.pool
+		p.mu.Lock()
+		if pq.dead {
+			// Retired by an attribute change after we read the table.
+			p.mu.Unlock()
+			continue
+		}
+		scan := pq.insert(w)
+		p.mu.Unlock()
+		if scan {
+			pq.lim.scan(nil)
+		}
+		return true
+	}
+}
+
+// pickPwq chooses the pwq for an item queued on reqCPU (cpuUnbound: the
+// caller's CPU). It returns the pwq and the CPU it stands for.
+func (q *Workqueue) pickPwq(reqCPU int, w *Work) (*pwq, int) {
 	t := q.table.Load()
 	cpu := reqCPU
 	var pq *pwq
@@ -393,24 +494,16 @@ func (q *Workqueue) queuePended(reqCPU int, w *Work) bool {
 		pq = t.cpu[cpu]
 	}
 	// Non-reentrance: if the item still runs on a pool of this queue, queue
-	// it there so that it runs after, not beside, itself.
-	if r := w.runner.Load(); r != nil {
+	// it there so that it runs after, not beside, itself. Ordered queues
+	// always queue on the newest pwq, which keeps queue order across
+	// attribute changes; their max_active of 1, shared by all their pwqs,
+	// keeps them non-reentrant.
+	if r := w.runner.Load(); r != nil && !q.ordered {
 		if rp := r.curPwq.Load(); rp != nil && rp.wq == q {
 			pq = rp
 		}
 	}
-	if tr := tracer.Load(); tr != nil {
-		target := cpu
-		if pq.pool.key.cpu < 0 {
-			target = -1
-		}
-		(*tr).Trace(&wqtrace.Event{Kind: wqtrace.QueueWork, TimeNs: nanotime(), CPU: sched.GetCPU(), TID: sched.Gettid(), Work: w.addr(), Function: w.Func(), Workqueue: q.name, ReqCPU: reqCPU, TargetCPU: target})
-	}
-	p := pq.pool
-	p.mu.Lock()
-	pq.insert(w)
-	p.mu.Unlock()
-	return true
+	return pq, cpu
 }
 
 func (q *Workqueue) reportDestroyed(w *Work) {
@@ -516,12 +609,20 @@ func (q *Workqueue) modDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bool
 
 // Flush waits until every item queued before the call has finished
 // (items queued later are not waited for). It blocks as long as that
-// takes; see FlushContext. Mirrors flush_workqueue().
+// takes; see FlushContext. Called from one of q's own items it would wait
+// for itself: it returns at once and reports ErrDeadlock to the error
+// handler. Mirrors flush_workqueue().
 func (q *Workqueue) Flush() { _ = q.FlushContext(context.Background()) }
 
 // FlushContext is Flush bounded by ctx: nil once flushed, ctx.Err() if ctx
-// ends first (the items keep running).
+// ends first (the items keep running), ErrDeadlock from one of q's own
+// items.
 func (q *Workqueue) FlushContext(ctx context.Context) error {
+	if q.isChained() {
+		// An item waiting for its own color to drain would wait forever.
+		reportError("flush_workqueue", q.name, ErrDeadlock)
+		return ErrDeadlock
+	}
 	q.flushMu.Lock()
 	defer q.flushMu.Unlock()
 	// A flush abandoned by its context still owns the other color: wait for
@@ -591,6 +692,10 @@ func (q *Workqueue) Drain() { _ = q.DrainContext(context.Background()) }
 
 // DrainContext is Drain bounded by ctx.
 func (q *Workqueue) DrainContext(ctx context.Context) error {
+	if q.isChained() {
+		reportError("drain_workqueue", q.name, ErrDeadlock)
+		return ErrDeadlock
+	}
 	q.draining.Add(1)
 	defer q.draining.Add(-1)
 	return q.drainLoop(ctx)
