@@ -240,10 +240,12 @@ func (w *Work) finishRun(wk *worker, s uint64) {
 	if d > w.doneSeq {
 		w.doneSeq = d
 	}
+	// Clear runner before releasing waiters: a CancelSync or DisableSync
+	// that returns must see the item not running (Busy).
+	w.runner.CompareAndSwap(wk, nil)
 	if len(w.waiters) > 0 {
 		w.wakeWaitersLocked()
 	}
-	w.runner.CompareAndSwap(wk, nil)
 	w.mu.Unlock()
 }
 
@@ -314,8 +316,10 @@ func (w *Work) flushTarget() (chan struct{}, error) {
 // executing. It returns true if it waited, false if the item was idle. It
 // blocks for as long as that takes; see FlushContext to bound the wait.
 // Flushing an item from inside its own function would wait forever: it
-// returns false at once and reports ErrDeadlock to the error handler.
-// Mirrors flush_work().
+// returns false at once and reports ErrDeadlock to the error handler. As in
+// the kernel, flushing from an item of an ordered queue (or one with
+// max_active 1) an item queued after it on the same queue is a deadlock
+// that is not detected. Mirrors flush_work().
 func (w *Work) Flush() bool {
 	ok, _ := w.FlushContext(context.Background())
 	return ok
