@@ -72,8 +72,16 @@ func cmUnregister(p *pool) {
 	<-done
 }
 
+// The monitor polls at cmIdlePoll for cmDeepIdleAfter after the pools were
+// last busy, then sleeps until cmNotifyBusy. So a worker that starts an item
+// pays one atomic load, and a channel send only after a quiet second.
+const (
+	cmIdlePoll      = 2 * time.Millisecond
+	cmDeepIdleAfter = time.Second
+)
+
 // cmNotifyBusy is called when a per-CPU pool's worker starts an item; it
-// wakes the monitor if it is idle. One atomic load on the hot path.
+// wakes the monitor if it is in deep idle. One atomic load on the hot path.
 func cmNotifyBusy() {
 	if cmMon.idle.Load() {
 		select {
@@ -109,6 +117,7 @@ func cmMonitor(stop, done chan struct{}) {
 	var refs []cmRef
 	stats := map[int]*statEntry{}
 	var tick uint64
+	lastBusy := nanotime()
 	defer func() {
 		for _, e := range stats {
 			_ = e.r.Close()
@@ -125,7 +134,21 @@ func cmMonitor(stop, done chan struct{}) {
 			}
 		}
 		cmMon.mu.Unlock()
-		if !busy {
+		now := nanotime()
+		if busy {
+			lastBusy = now
+		} else if now-lastBusy < int64(cmDeepIdleAfter) {
+			// Light idle: poll at cmIdlePoll, so that the workers' hot path
+			// needs no notification while the pools are in use.
+			t.Reset(cmIdlePoll)
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			continue
+		} else {
+			// Deep idle: wait for cmNotifyBusy.
 			cmMon.idle.Store(true)
 			// Re-check after publishing idle, so a start in between is seen.
 			for _, p := range snap {
@@ -142,6 +165,7 @@ func cmMonitor(stop, done chan struct{}) {
 				}
 			}
 			cmMon.idle.Store(false)
+			lastBusy = nanotime()
 		}
 		t.Reset(time.Duration(cmTick.Load()))
 		select {
@@ -149,7 +173,7 @@ func cmMonitor(stop, done chan struct{}) {
 			return
 		case <-t.C:
 		}
-		now := nanotime()
+		now = nanotime()
 		tick++
 		for _, p := range snap {
 			if p.busy.Load() > 0 {
