@@ -513,8 +513,8 @@ func (wk *worker) processOne(w *Work) bool {
 	}
 	p.progress.Store(now)
 	pq.stats.started.Add(1)
-	if wq := w.queuedAt; wq != 0 {
-		pq.stats.observeLatency(now - wq)
+	if qa := w.queuedAt; qa != 0 {
+		pq.stats.observeLatency(now - qa)
 	}
 	fn := w.fn
 	// The color of this instance: a requeue while it runs recolors w.
