@@ -3,12 +3,11 @@ package wq_test
 import (
 	"errors"
 	"fmt"
+	"github.com/gowq/wq/internal/testutil"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -140,31 +139,7 @@ func TestPrivilegeErrors(t *testing.T) {
 		return
 	}
 	requireRoot(t)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The binary must be readable by nobody: copy it to a world-readable place.
-	dir, err := os.MkdirTemp("", "gowq-priv-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := dir + "/wq.test"
-	data, err := os.ReadFile(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-test.run=^TestPrivilegeErrors$", "-test.v")
-	cmd.Env = append(os.Environ(), "GOWQ_PRIV_CHILD=1")
-	cmd.Dir = dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd, _ := testutil.NobodyCommand(t, []string{"-test.run=^TestPrivilegeErrors$", "-test.v"}, "GOWQ_PRIV_CHILD=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "PRIV-CHILD-OK") {
 		t.Fatalf("child as nobody: %v\n%s", err, out)

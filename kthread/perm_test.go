@@ -3,12 +3,10 @@ package kthread_test
 import (
 	"errors"
 	"fmt"
-	"io"
+	"github.com/gowq/wq/internal/testutil"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/gowq/wq"
@@ -101,27 +99,7 @@ func TestPermissionRefused(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("privileged but not root: cannot drop CAP_SYS_NICE by switching to nobody")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Skipf("cannot find the test binary: %v", err)
-	}
-	// nobody must be able to execute a copy of the test binary.
-	dir, err := os.MkdirTemp("", "kthread-perm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "kthread.test")
-	if err := copyFile(exe, bin); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-test.run=^$")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), permChildEnv+"=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd, _ := testutil.NobodyCommand(t, []string{"-test.run=^$"}, permChildEnv+"=1")
 	out, err := cmd.CombinedOutput()
 	text := string(out)
 	var exitErr *exec.ExitError
@@ -135,21 +113,4 @@ func TestPermissionRefused(t *testing.T) {
 	case !strings.Contains(text, "OK"):
 		t.Fatalf("unprivileged child gave no verdict:\n%s", text)
 	}
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

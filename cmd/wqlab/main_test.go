@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
+	"github.com/gowq/wq/internal/testutil"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/gowq/wq/lab/antagonist"
@@ -188,27 +186,9 @@ func TestAsNobody(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	dir, err := os.MkdirTemp("", "wqlab-nobody-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	if err := os.Chmod(dir, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "wqlab.test")
-	if err := copyFile(self, bin); err != nil {
-		t.Fatal(err)
-	}
+	cmd, dir := testutil.NobodyCommand(t, []string{"-test.run=^TestAsNobody$", "-test.v"})
 	out := filepath.Join(dir, "out")
-	cmd := exec.Command(bin, "-test.run=^TestAsNobody$", "-test.v")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "WQLAB_NOBODY_OUT="+out, "HOME="+dir, "XDG_CACHE_HOME="+dir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd.Env = append(cmd.Env, "WQLAB_NOBODY_OUT="+out)
 	b, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("run as nobody: %v\n%s", err, b)
@@ -224,21 +204,4 @@ func TestAsNobody(t *testing.T) {
 		t.Fatalf("privileges as nobody: %+v", p)
 	}
 	checkSubmit(t, res)
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

@@ -5,12 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/gowq/wq/internal/testutil"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/gowq/wq/lab/scenario"
@@ -342,26 +341,7 @@ func TestTraceLiveNobody(t *testing.T) {
 		return
 	}
 	needRootTracefs(t)
-	dir, err := os.MkdirTemp("", "wqlab-trace-nobody-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "wqlab.test")
-	if err := copyFile(self, bin); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-test.run=^TestTraceLiveNobody$")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "WQLAB_TRACE_NOBODY=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd, _ := testutil.NobodyCommand(t, []string{"-test.run=^TestTraceLiveNobody$"}, "WQLAB_TRACE_NOBODY=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("as nobody: %v\n%s", err, out)

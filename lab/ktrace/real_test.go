@@ -3,12 +3,11 @@ package ktrace
 import (
 	"context"
 	"errors"
+	"github.com/gowq/wq/internal/testutil"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -205,30 +204,7 @@ func TestRealNotRoot(t *testing.T) {
 		return
 	}
 	needTracefs(t)
-	dir, err := os.MkdirTemp("", "ktrace-nobody-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "ktrace.test")
-	b, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-test.run=^TestRealNotRoot$", "-test.v")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "KTRACE_NOBODY=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd, _ := testutil.NobodyCommand(t, []string{"-test.run=^TestRealNotRoot$", "-test.v"}, "KTRACE_NOBODY=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("as nobody: %v\n%s", err, out)
