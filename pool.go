@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gowq/wq/internal/sched"
+	"github.com/gowq/wq/internal/topology"
 	"github.com/gowq/wq/wqtrace"
 )
 
@@ -55,6 +56,12 @@ type pool struct {
 	id   int
 	cm   bool  // concurrency-managed (per-CPU pools)
 	cpus []int // CPUs workers may run on; immutable except under mu on hotplug
+	// Non-strict unbound pools whose pod is narrower than the CPUs their
+	// workers may use start each item inside the pod (repatriation, the
+	// kernel's wake_cpu hint done by hand). Immutable.
+	repatriate bool
+	pod        []int
+	podSet     topology.CPUSet
 
 	mu            poolMutex
 	worklist      workList  // guarded by mu
@@ -95,6 +102,11 @@ func getPool(key poolKey, cpus []int) *pool {
 	p := r.m[key]
 	if p == nil {
 		p = &pool{key: key, id: r.nextID, cm: key.cpu >= 0, cpus: cpus}
+		if key.cpu < 0 && !key.strict && key.pod != key.allow {
+			if ps, err := topology.ParseList(key.pod); err == nil && !ps.IsEmpty() {
+				p.repatriate, p.pod, p.podSet = true, ps.List(), ps
+			}
+		}
 		r.nextID++
 		p.progress.Store(nanotime())
 		r.m[key] = p
@@ -372,6 +384,7 @@ type worker struct {
 	current      *Work               // guarded by pool.mu
 	currentPwq   *pwq                // guarded by pool.mu
 	scheduled    workList            // guarded by pool.mu: items to run next, after the current one (non-reentrance)
+	allow        []int               // owned by the worker: the pool's CPUs, for repatriation
 	curPwq       atomic.Pointer[pwq] // atomic copy of currentPwq for Queue's non-reentrance check
 	currentFn    string              // guarded by pool.mu
 	currentAt    int64               // guarded by pool.mu: ns when the current item started
@@ -517,6 +530,9 @@ func (wk *worker) processOne(w *Work) bool {
 		pq.stats.observeLatency(now - qa)
 	}
 	fn := w.fn
+	if p.repatriate {
+		wk.allow = p.cpus
+	}
 	// The color of this instance: a requeue while it runs recolors w.
 	color := w.color
 	p.mu.Unlock()
@@ -558,6 +574,14 @@ func (wk *worker) runItem(w *Work, fn func(), pq *pwq, color uint8) (ok bool) {
 	// system call is needed here, on the latency path.
 	if cpuAccounting.Load() {
 		wk.cpuStart.Store(wk.lastCPU)
+	}
+	if p := wk.pool; p.repatriate {
+		// Start inside the pod: if the scheduler left the worker outside
+		// it, move it in (narrowing migrates it at once) and let it go again.
+		if !p.podSet.Has(sched.GetCPU()) && sched.SetAffinity(0, p.pod) == nil {
+			_ = sched.SetAffinity(0, wk.allow)
+			pq.stats.repatriated.Add(1)
+		}
 	}
 	t := tracer.Load()
 	if t != nil {

@@ -753,3 +753,43 @@ func TestFlushQueueFromOwnItem(t *testing.T) {
 		t.Errorf(`SetGlobalAttr("cpumask", "0") = %v, want ErrInvalidArgument`, err)
 	}
 }
+
+// TestNonStrictStartsInPod: with the cpu scope and strict off, each pod's
+// workers may run on every CPU, but each item starts inside its pod; a
+// worker found outside is moved back and counted as a repatriation (RPR).
+func TestNonStrictStartsInPod(t *testing.T) {
+	cpus := wq.OnlineCPUs()
+	if len(cpus) < 2 {
+		t.Skip("needs 2 CPUs")
+	}
+	q := mustAlloc(t, "nonstrict", wq.Unbound, 0)
+	if err := q.SetAffinityScope(wq.ScopeCPU); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.SetAffinityStrict(false); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 200; i++ {
+		cpu := cpus[i%len(cpus)]
+		var ran atomic.Int32
+		ran.Store(-1)
+		var tid atomic.Int32
+		w := wq.NewWork(func() { ran.Store(int32(wq.GetCPU())); tid.Store(int32(wq.Gettid())) })
+		q.QueueOn(cpu, w)
+		w.Flush()
+		if int(ran.Load()) != cpu {
+			t.Fatalf("item for the pod of CPU %d started on CPU %d", cpu, ran.Load())
+		}
+		// Non-strict: the worker may leave the pod afterwards.
+		if aff, _ := sched.Affinity(int(tid.Load())); len(aff) != len(cpus) {
+			t.Fatalf("non-strict worker affinity %v, want all CPUs %v", aff, cpus)
+		}
+		// Push the worker out of its pod now and then, so that the next
+		// item needs a repatriation.
+		if i%10 == 0 {
+			_ = sched.SetAffinity(int(tid.Load()), []int{cpus[(i+1)%len(cpus)]})
+			_ = sched.SetAffinity(int(tid.Load()), cpus)
+		}
+	}
+	t.Logf("RPR %d", q.Stats().RPR)
+}
