@@ -386,7 +386,6 @@ type worker struct {
 	scheduled    workList            // guarded by pool.mu: items to run next, after the current one (non-reentrance)
 	allow        []int               // owned by the worker: the pool's CPUs, for repatriation
 	curPwq       atomic.Pointer[pwq] // atomic copy of currentPwq for Queue's non-reentrance check
-	currentFn    string              // guarded by pool.mu
 	currentAt    int64               // guarded by pool.mu: ns when the current item started
 	gen          uint64              // guarded by pool.mu: items started
 	lastActive   int64               // guarded by pool.mu: ns when it last went idle
@@ -506,7 +505,6 @@ func (wk *worker) processOne(w *Work) bool {
 	w.pwq.Store(nil)
 	now := nanotime()
 	wk.current, wk.currentPwq, wk.currentAt = w, pq, now
-	wk.currentFn = ""
 	wk.gen++
 	wk.cpuStart.Store(-1) // until runItem reads the clock; the CM monitor then knows it is unknown
 	wk.curPwq.Store(pq)
