@@ -17,9 +17,12 @@ func ExampleCreateWorker() {
 	}
 	defer wk.Destroy()
 
-	w := kthread.NewWork(func() { fmt.Println("hello from", wk.Name()) })
-	fmt.Println("queued:", wk.QueueWork(w))
-	wk.FlushWork(w)
+	var msg string
+	w := kthread.NewWork(func() { msg = "hello from " + wk.Name() })
+	queued := wk.QueueWork(w)
+	wk.FlushWork(w) // the item has run when FlushWork returns
+	fmt.Println("queued:", queued)
+	fmt.Println(msg)
 	// Output:
 	// queued: true
 	// hello from example
