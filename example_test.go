@@ -50,7 +50,7 @@ func ExampleWorkqueue_ModDelayed() {
 	dw := wq.NewDelayedWork(func() { fired++ })
 	fmt.Println("was pending:", q.ModDelayed(dw, time.Hour)) // idle: queued now
 	fmt.Println("was pending:", q.ModDelayed(dw, time.Hour)) // pending: timer modified
-	dw.Flush()                                              // runs it now and waits
+	dw.Flush()                                               // runs it now and waits
 	fmt.Println("fired:", fired)
 	// Output:
 	// was pending: false
