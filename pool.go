@@ -90,15 +90,22 @@ var poolRegistry struct {
 // getPool returns the pool for key, creating it (with no workers) if
 // needed, and takes a reference.
 func getPool(key poolKey, cpus []int) *pool {
+	p, first := getPoolLocked(key, cpus)
+	if first {
+		// Outside the registry lock: the watcher's goroutine takes it.
+		startHotplugWatch()
+	}
+	return p
+}
+
+func getPoolLocked(key poolKey, cpus []int) (*pool, bool) {
 	r := &poolRegistry
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.m == nil {
 		r.m = make(map[poolKey]*pool)
 	}
-	if len(r.m) == 0 {
-		startHotplugWatch()
-	}
+	first := len(r.m) == 0
 	p := r.m[key]
 	if p == nil {
 		p = &pool{key: key, id: r.nextID, cm: key.cpu >= 0, cpus: cpus}
@@ -119,7 +126,7 @@ func getPool(key poolKey, cpus []int) *pool {
 		}
 	}
 	p.refs++
-	return p
+	return p, first
 }
 
 // put drops a reference; the last one destroys the pool and waits for its
@@ -566,6 +573,12 @@ func (wk *worker) afterItem(pq *pwq, color uint8) {
 // runItem calls fn with panics recovered. It returns false if fn called
 // runtime.Goexit; the worker has then left the pool.
 func (wk *worker) runItem(w *Work, fn func(), pq *pwq, color uint8) (ok bool) {
+	// execute_start is traced before PENDING is cleared, so that a requeue's
+	// queue_work can never appear before this instance's execute_start.
+	t := tracer.Load()
+	if t != nil {
+		(*t).Trace(&wqtrace.Event{Kind: wqtrace.ExecuteStart, TimeNs: nanotime(), CPU: sched.GetCPU(), TID: wk.tid, Comm: wk.name, Work: w.addr(), Function: w.Func(), Workqueue: pq.wq.name})
+	}
 	s := w.startRun()
 	// The thread's CPU clock was read at the end of its previous item (or
 	// when it started) and does not advance while it is parked, so no
@@ -580,10 +593,6 @@ func (wk *worker) runItem(w *Work, fn func(), pq *pwq, color uint8) (ok bool) {
 			_ = sched.SetAffinity(0, wk.allow)
 			pq.stats.repatriated.Add(1)
 		}
-	}
-	t := tracer.Load()
-	if t != nil {
-		(*t).Trace(&wqtrace.Event{Kind: wqtrace.ExecuteStart, TimeNs: nanotime(), CPU: sched.GetCPU(), TID: wk.tid, Comm: wk.name, Work: w.addr(), Function: w.Func(), Workqueue: pq.wq.name})
 	}
 	returned := false
 	defer func() {

@@ -3,6 +3,7 @@ package wq
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gowq/wq/internal/sched"
@@ -48,61 +49,75 @@ func (s *switchSource) set(src topology.Source) {
 var source = &switchSource{src: &topology.SysfsSource{}}
 
 var topo struct {
-	once    sync.Once
-	w       *topology.Watcher
+	once sync.Once
+	w    atomic.Pointer[topology.Watcher]
+	// life serialises starting and stopping the watcher. It is never held
+	// by the watcher's own goroutine, so stopping may wait for it.
+	life    sync.Mutex
+	running bool       // guarded by life
 	mu      sync.Mutex // guards the fields below
-	running bool
 	subs    map[int]func(online []int)
 	nextSub int
 }
 
 func initTopology() {
 	topo.once.Do(func() {
-		topo.w = topology.NewWatcher(source, HotplugInterval, onTopologyChange)
-		if _, _, err := topo.w.Rescan(); err != nil {
+		w := topology.NewWatcher(source, HotplugInterval, onTopologyChange)
+		if _, _, err := w.Rescan(); err != nil {
 			panic("wq: cannot read CPU topology: " + err.Error())
 		}
+		topo.w.Store(w)
 	})
 }
 
-// currentTopology returns the topology snapshot in force (one atomic load
+// currentTopology returns the topology snapshot in force (two atomic loads
 // after the first call).
 func currentTopology() *topology.Topology {
 	initTopology()
-	return topo.w.Current()
+	return topo.w.Load().Current()
 }
 
-// startHotplugWatch starts the periodic rescan; called when the first pool
-// is created.
+// startHotplugWatch starts the periodic rescan; called, without the pool
+// registry's lock, after the first pool is created.
 func startHotplugWatch() {
 	initTopology()
-	topo.mu.Lock()
-	defer topo.mu.Unlock()
-	if !topo.running {
-		topo.running = true
-		topo.w.Start()
+	topo.life.Lock()
+	defer topo.life.Unlock()
+	if topo.running {
+		return
 	}
-}
-
-// stopHotplugWatch stops it when the last pool is gone, so that an idle
-// process keeps no goroutine of gowq's.
-func stopHotplugWatch() {
-	topo.mu.Lock()
-	running := topo.running
-	topo.running = false
-	topo.mu.Unlock()
-	if running {
-		topo.w.Stop()
-		// The watcher cannot be restarted after Stop; make a fresh one that
+	w := topo.w.Load()
+	if w.Stopped() {
+		// A watcher cannot be restarted after Stop: make a fresh one that
 		// starts from the current snapshot.
 		nw := topology.NewWatcher(source, HotplugInterval, onTopologyChange)
 		if _, _, err := nw.Rescan(); err != nil {
-			return // keep the stopped watcher and its last snapshot
+			nw = topology.NewWatcher(&topology.StaticSource{T: w.Current()}, HotplugInterval, onTopologyChange)
+			_, _, _ = nw.Rescan()
 		}
-		topo.mu.Lock()
-		topo.w = nw
-		topo.mu.Unlock()
+		topo.w.Store(nw)
+		w = nw
 	}
+	w.Start()
+	topo.running = true
+}
+
+// stopHotplugWatch stops it when the last pool is gone, so that an idle
+// process keeps no goroutine of gowq's. A pool created meanwhile keeps it.
+func stopHotplugWatch() {
+	topo.life.Lock()
+	defer topo.life.Unlock()
+	if !topo.running || poolCount() > 0 {
+		return
+	}
+	topo.w.Load().Stop()
+	topo.running = false
+}
+
+func poolCount() int {
+	poolRegistry.mu.Lock()
+	defer poolRegistry.mu.Unlock()
+	return len(poolRegistry.m)
 }
 
 // Rescan reads the CPU topology now and applies any change (see the
@@ -110,10 +125,7 @@ func stopHotplugWatch() {
 // topology cannot be read; the old one then stays in force.
 func Rescan() error {
 	initTopology()
-	topo.mu.Lock()
-	w := topo.w
-	topo.mu.Unlock()
-	_, _, err := w.Rescan()
+	_, _, err := topo.w.Load().Rescan()
 	if err != nil {
 		return fmt.Errorf("wq: rescan topology: %w", err)
 	}

@@ -264,9 +264,10 @@ func (w *Work) wakeWaitersLocked() {
 }
 
 // selfRunning reports whether the calling thread is the worker executing w.
+// The tid match is confirmed by the thread's name, since tids are reused.
 func (w *Work) selfRunning() bool {
 	r := w.runner.Load()
-	return r != nil && r.tid == sched.Gettid()
+	return r != nil && sched.OnThread(r.tid, r.name)
 }
 
 // waitFor registers a waiter for instance target and returns its channel,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -462,8 +463,16 @@ func (q *Workqueue) queuePended(reqCPU int, w *Work) bool {
 		p := pq.pool
 		p.mu.Lock()
 		if pq.dead {
-			// Retired by an attribute change after we read the table.
+			// Retired by an attribute change after we read the table (the
+			// current table has a live pwq), or marked by Destroy.
 			p.mu.Unlock()
+			if q.destroyed.Load() {
+				q.reportDestroyed(w)
+				w.markCancelled()
+				w.release()
+				return false
+			}
+			runtime.Gosched()
 			continue
 		}
 		scan := pq.insert(w)
@@ -524,8 +533,12 @@ func (q *Workqueue) isChained() bool {
 		p.mu.Lock()
 		for _, wk := range p.workers {
 			if wk.tid == tid && wk.current != nil && wk.currentPwq != nil && wk.currentPwq.wq == q {
+				name := wk.name
 				p.mu.Unlock()
-				return true
+				// Thread ids are reused (pid_max is 32768 here), and we
+				// have seen a recorded worker tid match an unrelated
+				// thread; the worker's thread name confirms the match.
+				return sched.OnThread(tid, name)
 			}
 		}
 		p.mu.Unlock()
@@ -729,7 +742,16 @@ func (q *Workqueue) Destroy() {
 		return
 	}
 	q.draining.Add(1) // never dropped: the queue refuses new work from now on
-	_ = q.drainLoop(context.Background())
+	for {
+		_ = q.drainLoop(context.Background())
+		// A queue call that passed the draining check just before it was
+		// set may still be on its way to a pwq. Mark every pwq dead while
+		// it is empty; such a call then finds it dead and is refused. If
+		// one got in first, its item must run: unmark and drain again.
+		if q.markDead() {
+			break
+		}
+	}
 	q.destroyed.Store(true)
 	unregisterQueue(q)
 	if q.rescuer != nil {
@@ -749,6 +771,32 @@ func (q *Workqueue) Destroy() {
 			p.put()
 		}
 	}
+}
+
+// markDead marks every pwq of q dead if all of them are empty, and
+// reports whether it did; otherwise it leaves them all alive.
+func (q *Workqueue) markDead() bool {
+	q.mu.Lock()
+	pwqs := append([]*pwq(nil), q.allPwqs...)
+	q.mu.Unlock()
+	for i, pq := range pwqs {
+		p := pq.pool
+		p.mu.Lock()
+		empty := pq.nrInFlight[0]+pq.nrInFlight[1] == 0 && pq.inactive.empty()
+		if empty {
+			pq.dead = true
+		}
+		p.mu.Unlock()
+		if !empty {
+			for _, done := range pwqs[:i] {
+				done.pool.mu.Lock()
+				done.dead = false
+				done.pool.mu.Unlock()
+			}
+			return false
+		}
+	}
+	return true
 }
 
 // MaxActive returns the queue's max_active.

@@ -793,3 +793,46 @@ func TestNonStrictStartsInPod(t *testing.T) {
 	}
 	t.Logf("RPR %d", q.Stats().RPR)
 }
+
+// TestQueueRacingDestroy: a Queue that returns true while Destroy runs
+// concurrently is run before Destroy returns; one refused leaves the item
+// idle (the second stranger's finding).
+func TestQueueRacingDestroy(t *testing.T) {
+	errs := captureErrors(t) // ErrDestroyed reports are expected
+	for round := 0; round < 200; round++ {
+		q, err := wq.Alloc("race-destroy", wq.Unbound, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var runs atomic.Int64
+		works := []*wq.Work{wq.NewWork(func() { runs.Add(1) }), wq.NewWork(func() { runs.Add(1) })}
+		stop := make(chan struct{})
+		done := make(chan int64)
+		go func() {
+			var ok int64
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					done <- ok
+					return
+				default:
+				}
+				if q.Queue(works[i%2]) {
+					ok++
+				}
+			}
+		}()
+		time.Sleep(200 * time.Microsecond)
+		q.Destroy()
+		close(stop)
+		ok := <-done
+		if got := runs.Load(); got != ok {
+			t.Fatalf("round %d: %d queue calls returned true, %d runs when Destroy returned (deadlock reports %d, draining reports %d)", round, ok, got, errs.count(wq.ErrDeadlock), errs.count(wq.ErrDraining))
+		}
+		for i, w := range works {
+			if w.Busy() != 0 {
+				t.Fatalf("round %d: item %d left busy %v after Destroy", round, i, w.Busy())
+			}
+		}
+	}
+}

@@ -308,7 +308,7 @@ func (wk *Worker) TID() int { return int(wk.tid.Load()) }
 
 // onThread reports whether the caller runs on the worker's thread (costs
 // a gettid).
-func (wk *Worker) onThread() bool { return sched.Gettid() == wk.TID() }
+func (wk *Worker) onThread() bool { return sched.OnThread(wk.TID(), wk.name) }
 
 // result of queueing.
 type result int

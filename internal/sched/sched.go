@@ -263,3 +263,30 @@ func SelfCPUTime() int64 {
 	_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
 	return ts.Nano()
 }
+
+// SelfName returns the calling thread's name (/proc/thread-self/comm), ""
+// if it cannot be read.
+func SelfName() string {
+	b, err := os.ReadFile("/proc/thread-self/comm")
+	if err != nil {
+		return ""
+	}
+	if n := len(b); n > 0 && b[n-1] == '\n' {
+		b = b[:n-1]
+	}
+	return string(b)
+}
+
+// OnThread reports whether the caller runs on thread tid named name (as
+// SetName set it, truncated to 15 bytes). The name check guards against a
+// recorded tid that the kernel has since given to another thread (tids are
+// reused; pid_max can be as low as 32768).
+func OnThread(tid int, name string) bool {
+	if tid == 0 || Gettid() != tid {
+		return false
+	}
+	if len(name) > 15 {
+		name = name[:15]
+	}
+	return SelfName() == name
+}

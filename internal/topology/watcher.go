@@ -153,3 +153,11 @@ func (w *Watcher) Stop() {
 		<-w.done
 	}
 }
+
+// Stopped reports whether Stop was called (a stopped Watcher cannot be
+// started again).
+func (w *Watcher) Stopped() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stopped
+}

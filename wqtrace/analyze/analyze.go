@@ -33,8 +33,8 @@ type Item struct {
 // ExecuteStart.
 func (it *Item) QueueToStartNs() int64 { return it.StartNs - it.QueueNs }
 
-// Unmatched counts events whose partner is missing. They are never paired
-// with a wrong partner and are left out of the latency statistics.
+// Unmatched counts events whose partner is missing; they are left out of
+// the latency statistics (see the package doc for the one ambiguous case).
 type Unmatched struct {
 	// Queue counts QueueWork events never followed by an ExecuteStart of
 	// the same work: queued near the end of the capture, cancelled

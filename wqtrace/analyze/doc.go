@@ -13,8 +13,14 @@
 // workqueue name; it is carried over to the later events. Events whose
 // partner is missing (a start whose queue happened before the capture, a
 // queue whose start comes after it, events lost by the ring buffer) are
-// counted per kind in Unmatched and left out of the statistics: an event is
-// never paired with a wrong partner.
+// counted per kind in Unmatched and left out of the statistics.
+//
+// One window is ambiguous: the kernel clears PENDING before it traces
+// execute_start, so a requeue's queue_work can be recorded before the
+// previous instance's execute_start. The pairing then counts the older
+// queue as Superseded and pairs the start with the newer queue; such
+// items (rare) are left out or measured short. gowq traces execute_start
+// before clearing PENDING, so its own traces do not have this window.
 //
 // Measures, per workqueue and per (workqueue, function), in microseconds:
 //
