@@ -1,7 +1,6 @@
 package wq
 
 import (
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,49 +27,23 @@ import (
 // busy worker per tick, only while items run.
 
 var cmMon struct {
-	mu      sync.Mutex
-	pools   map[*pool]struct{} // guarded by mu
-	stop    chan struct{}      // guarded by mu: nil when no monitor runs
-	done    chan struct{}      // guarded by mu
-	wake    chan struct{}      // buffered(1): an idle monitor waits here
-	idle    atomic.Bool        // the monitor waits on wake
-	running sync.WaitGroup
+	poolService[struct{}]
+	wake chan struct{} // buffered(1): an idle monitor waits here
+	idle atomic.Bool   // the monitor waits on wake
 }
 
 func init() { cmMon.wake = make(chan struct{}, 1) }
 
 func cmRegister(p *pool) {
-	m := &cmMon
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.pools == nil {
-		m.pools = make(map[*pool]struct{})
-	}
-	m.pools[p] = struct{}{}
-	if m.stop == nil {
-		stop, done := make(chan struct{}), make(chan struct{})
-		m.stop, m.done = stop, done
+	cmMon.register(p, struct{}{}, func(stop, done chan struct{}) {
 		sched.GoLocked(func() {
 			raiseMonitor()
 			cmMonitor(stop, done)
 		})
-	}
+	})
 }
 
-func cmUnregister(p *pool) {
-	m := &cmMon
-	m.mu.Lock()
-	delete(m.pools, p)
-	if len(m.pools) > 0 || m.stop == nil {
-		m.mu.Unlock()
-		return
-	}
-	stop, done := m.stop, m.done
-	m.stop, m.done = nil, nil
-	m.mu.Unlock()
-	close(stop)
-	<-done
-}
+func cmUnregister(p *pool) { cmMon.unregister(p) }
 
 // The monitor polls at cmIdlePoll for cmDeepIdleAfter after the pools were
 // last busy, then sleeps until cmNotifyBusy. So a worker that starts an item
@@ -124,16 +97,14 @@ func cmMonitor(stop, done chan struct{}) {
 		}
 	}()
 	for {
-		cmMon.mu.Lock()
 		snap = snap[:0]
 		busy := false
-		for p := range cmMon.pools {
+		cmMon.each(func(p *pool, _ struct{}) {
 			snap = append(snap, p)
 			if p.busy.Load() > 0 {
 				busy = true
 			}
-		}
-		cmMon.mu.Unlock()
+		})
 		now := nanotime()
 		if busy {
 			lastBusy = now

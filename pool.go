@@ -401,7 +401,6 @@ type worker struct {
 	lastCPU  int64        // owned by the worker: its thread CPU ns at the end of its last item
 	cpuAt    int64        // owned by the CM monitor: thread CPU ns at item start or wake
 	seenAt   uint64
-	setupErr error
 	rescuer  *rescuer // non-nil for a rescuer thread
 }
 

@@ -6,7 +6,6 @@ import (
 	"github.com/gowq/wq/internal/sched"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -16,10 +15,7 @@ import (
 // reported once, in the kernel's words, with a dump of its busy workers.
 
 var wdog struct {
-	mu       sync.Mutex
-	pools    map[*pool]*wdState // guarded by mu
-	stop     chan struct{}      // guarded by mu
-	done     chan struct{}
+	poolService[*wdState]
 	thresh   atomic.Int64 // ns; 0 = off
 	rtThresh atomic.Int64 // ns; 0 = off
 	hook     atomic.Pointer[func(LockupReport)]
@@ -64,16 +60,14 @@ func SetRTHogThresh(d time.Duration) error {
 // and whose thread is running (not asleep) now.
 func rtHogCheck(th time.Duration) {
 	now := nanotime()
-	wdog.mu.Lock()
 	var rtPools []*pool
 	var states []*wdState
-	for p, st := range wdog.pools {
+	wdog.each(func(p *pool, st *wdState) {
 		if p.key.class.rt() {
 			rtPools = append(rtPools, p)
 			states = append(states, st)
 		}
-	}
-	wdog.mu.Unlock()
+	})
 	for i, p := range rtPools {
 		st := states[i]
 		type hog struct {
@@ -149,31 +143,10 @@ func SetLockupHook(h func(LockupReport)) {
 }
 
 func watchdogRegister(p *pool) {
-	wdog.mu.Lock()
-	defer wdog.mu.Unlock()
-	if wdog.pools == nil {
-		wdog.pools = make(map[*pool]*wdState)
-	}
-	wdog.pools[p] = &wdState{}
-	if wdog.stop == nil {
-		wdog.stop, wdog.done = make(chan struct{}), make(chan struct{})
-		go watchdogLoop(wdog.stop, wdog.done)
-	}
+	wdog.register(p, &wdState{}, func(stop, done chan struct{}) { go watchdogLoop(stop, done) })
 }
 
-func watchdogUnregister(p *pool) {
-	wdog.mu.Lock()
-	delete(wdog.pools, p)
-	if len(wdog.pools) > 0 || wdog.stop == nil {
-		wdog.mu.Unlock()
-		return
-	}
-	stop, done := wdog.stop, wdog.done
-	wdog.stop, wdog.done = nil, nil
-	wdog.mu.Unlock()
-	close(stop)
-	<-done
-}
+func watchdogUnregister(p *pool) { wdog.unregister(p) }
 
 func watchdogLoop(stop, done chan struct{}) {
 	defer close(done)
@@ -206,16 +179,12 @@ func watchdogLoop(stop, done chan struct{}) {
 
 func watchdogCheck(th time.Duration) {
 	now := nanotime()
-	wdog.mu.Lock()
 	type item struct {
 		p  *pool
 		st *wdState
 	}
 	var items []item
-	for p, st := range wdog.pools {
-		items = append(items, item{p, st})
-	}
-	wdog.mu.Unlock()
+	wdog.each(func(p *pool, st *wdState) { items = append(items, item{p, st}) })
 	for _, it := range items {
 		p := it.p
 		p.mu.Lock()
