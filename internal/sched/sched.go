@@ -162,6 +162,14 @@ func SetName(name string) error {
 	return wrap("prctl(PR_SET_NAME)", unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&b[0])), 0, 0, 0))
 }
 
+// setThreadName sets thread tid's name through /proc/self/task/<tid>/comm.
+func setThreadName(tid int, name string) error {
+	if len(name) > 15 {
+		name = name[:15]
+	}
+	return os.WriteFile("/proc/self/task/"+strconv.Itoa(tid)+"/comm", []byte(name), 0)
+}
+
 // ThreadName reads thread tid's name from /proc/self/task/<tid>/comm.
 func ThreadName(tid int) (string, error) {
 	b, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(tid) + "/comm")

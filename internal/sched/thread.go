@@ -35,10 +35,103 @@ func lockedStart(fn func(), started chan<- struct{}) {
 		}
 		return
 	}
+	// Lock LockDepth times in all: a work function that calls
+	// runtime.UnlockOSThread (once, or a few times) then only lowers the
+	// nesting count, and the goroutine stays on this thread, which dies with
+	// it. Owners check StillOn after running user code to catch the rest.
+	for i := 1; i < LockDepth; i++ {
+		runtime.LockOSThread()
+	}
 	if started != nil {
 		close(started)
 	}
 	fn()
+}
+
+// LockDepth is how many times GoLocked locks its goroutine to its thread
+// (runtime.LockOSThread nests). A stray runtime.UnlockOSThread in user code
+// run on such a thread cannot hand the thread back to the Go scheduler
+// unless it is called LockDepth times.
+const LockDepth = 64
+
+// StillOn reports whether the calling goroutine still runs on thread tid.
+// A goroutine started by GoLocked whose user code unlocked it LockDepth
+// times may have moved to another thread: then it returns false, and the
+// thread tid, with whatever attributes it was given, is back in the Go
+// runtime (see ResetThread). Costs a gettid.
+func StillOn(tid int) bool { return tid != 0 && unix.Gettid() == tid }
+
+// procAttrs are the process's scheduling attributes at start-up (those of
+// the main thread), which ResetThread restores.
+var procAttrs struct {
+	once sync.Once
+	cpus []int
+	attr Attr
+	name string
+	err  error
+}
+
+func loadProcAttrs() {
+	pa := &procAttrs
+	pa.once.Do(func() {
+		pid := unix.Getpid()
+		pa.cpus, pa.err = Affinity(pid)
+		if pa.err == nil {
+			pa.attr, pa.err = GetAttr(pid)
+		}
+		pa.name, _ = ThreadName(pid)
+	})
+}
+
+func init() { loadProcAttrs() }
+
+// ResetThread gives thread tid of this process back the attributes the
+// process started with: the main thread's affinity, policy, nice and name.
+// It is the repair for a worker thread that escaped to the Go runtime
+// (StillOn false). Lowering nice back may be refused without privilege;
+// the first error is returned and the other attributes are still reset.
+func ResetThread(tid int) error {
+	loadProcAttrs()
+	pa := &procAttrs
+	if pa.err != nil {
+		return pa.err
+	}
+	var first error
+	if err := SetAffinity(tid, pa.cpus); err != nil {
+		first = err
+	}
+	if err := SetAttr(tid, pa.attr); err != nil && first == nil {
+		first = err
+	}
+	_ = setThreadName(tid, pa.name)
+	return first
+}
+
+// Probe reports whether a new thread of this process can be given the CPU
+// affinity cpus (none when empty) and the class a (nil: left as
+// inherited): it starts a short-lived locked thread, applies both, and
+// lets the thread die. It returns the first error (wrapping ErrPermission
+// on EPERM). It blocks for the thread's creation and exit (tens of us).
+// Callers use it to refuse attribute values that no worker could be
+// created with, before accepting them.
+func Probe(cpus []int, a *Attr) error {
+	errc := make(chan error, 1)
+	GoLocked(func() {
+		if len(cpus) > 0 {
+			if err := SetAffinity(0, cpus); err != nil {
+				errc <- err
+				return
+			}
+		}
+		if a != nil {
+			if err := SetAttr(0, *a); err != nil {
+				errc <- err
+				return
+			}
+		}
+		errc <- nil
+	})
+	return <-errc
 }
 
 // OnMainThread reports whether the caller runs on the process's main
