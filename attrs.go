@@ -149,7 +149,7 @@ func (q *Workqueue) rt() bool { return q.flags&RT != 0 }
 // installs the result. Called without q.mu.
 func (q *Workqueue) update(what string, change func(a *queueAttrs) error) error {
 	q.mu.Lock()
-	if q.destroyed.Load() {
+	if q.destroying {
 		q.mu.Unlock()
 		return fmt.Errorf("%w: %s", ErrDestroyed, q.name)
 	}

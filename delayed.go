@@ -13,9 +13,12 @@ import (
 type DelayedWork struct {
 	Work
 
-	timer *time.Timer               // created by Init; fires timerFn
-	wq    atomic.Pointer[Workqueue] // target of the armed timer
-	cpu   atomic.Int32              // requested CPU of the armed timer, or cpuUnbound
+	timer   *time.Timer               // created by Init; fires timerFn
+	wq      atomic.Pointer[Workqueue] // target of the latest arming
+	cpu     atomic.Int32              // requested CPU of the latest arming, or cpuUnbound
+	armedOn *Workqueue                // guarded by Work.mu: the queue whose armed list holds dw, nil when the timer is not armed
+
+	tnext, tprev *DelayedWork // guarded by armedOn.timerMu: links in the queue's armed list
 }
 
 // Init sets the function and resets the item. It mirrors INIT_DELAYED_WORK.
@@ -36,30 +39,119 @@ func NewDelayedWork(fn func()) *DelayedWork {
 	return dw
 }
 
-func (dw *DelayedWork) stopTimer() bool { return dw.timer != nil && dw.timer.Stop() }
+// timerList is a queue's list of armed delayed items, so that Destroy can
+// find and cancel them. guarded by Workqueue.timerMu.
+type timerList struct{ head *DelayedWork }
+
+func (l *timerList) push(dw *DelayedWork) {
+	dw.tprev, dw.tnext = nil, l.head
+	if l.head != nil {
+		l.head.tprev = dw
+	}
+	l.head = dw
+}
+
+func (l *timerList) remove(dw *DelayedWork) {
+	if dw.tprev != nil {
+		dw.tprev.tnext = dw.tnext
+	} else {
+		l.head = dw.tnext
+	}
+	if dw.tnext != nil {
+		dw.tnext.tprev = dw.tprev
+	}
+	dw.tnext, dw.tprev = nil, nil
+}
+
+// stopTimer stops an armed timer. It returns true when it stopped it: the
+// caller then owns the armed instance's PENDING. Lock order: Work.mu, then
+// the queue's timerMu.
+func (dw *DelayedWork) stopTimer() bool { return dw.stopTimerOn(nil) }
+
+// stopTimerOn is stopTimer limited to an arming on q (nil: any queue).
+func (dw *DelayedWork) stopTimerOn(q *Workqueue) bool {
+	if dw.timer == nil {
+		return false
+	}
+	dw.mu.Lock()
+	defer dw.mu.Unlock()
+	aq := dw.armedOn
+	if aq == nil || (q != nil && aq != q) {
+		return false
+	}
+	aq.timerMu.Lock()
+	defer aq.timerMu.Unlock()
+	if !dw.timer.Stop() {
+		return false // firing: timerFn owns it now
+	}
+	aq.armed.remove(dw)
+	dw.armedOn = nil
+	return true
+}
 
 // timerFn runs on the Go timer's goroutine when the delay expires, with
 // PENDING still owned by the armed instance. Mirrors delayed_work_timer_fn.
 func (dw *DelayedWork) timerFn() {
-	q := dw.wq.Load()
-	q.queuePended(int(dw.cpu.Load()), &dw.Work)
+	dw.mu.Lock()
+	q := dw.armedOn
+	dw.armedOn = nil
+	if q == nil {
+		dw.mu.Unlock()
+		return
+	}
+	q.timerMu.Lock()
+	q.armed.remove(dw)
+	closed := q.timersClosed
+	q.firing++
+	q.timerMu.Unlock()
+	dw.mu.Unlock()
+	if closed {
+		// Destroy began after the timer was armed: the item is cancelled
+		// and reported with the other armed items.
+		q.noteTimerCancelled(dw)
+	} else {
+		q.queuePendedFrom(int(dw.cpu.Load()), &dw.Work, true)
+	}
+	q.timerMu.Lock()
+	q.firing--
+	if q.firing == 0 && q.timerIdle != nil {
+		close(q.timerIdle)
+		q.timerIdle = nil
+	}
+	q.timerMu.Unlock()
 }
 
 // arm queues the pending item after d on q (cpu may be cpuUnbound).
-// PENDING must be owned by the caller. Mirrors __queue_delayed_work.
-func (dw *DelayedWork) arm(q *Workqueue, cpu int, d time.Duration) {
+// PENDING must be owned by the caller. It returns false when q refused the
+// item (destroyed or being destroyed); PENDING is then released and the
+// refusal reported. Mirrors __queue_delayed_work.
+func (dw *DelayedWork) arm(q *Workqueue, cpu int, d time.Duration) bool {
 	if d <= 0 {
-		q.queuePended(cpu, &dw.Work)
-		return
+		return q.queuePended(cpu, &dw.Work)
 	}
 	if cpu == cpuUnbound && !q.unbound {
 		// A per-CPU queue keeps the locality of the queueing CPU, as a
 		// timer armed on the local CPU does.
 		cpu = currentCPU()
 	}
+	dw.mu.Lock()
+	q.timerMu.Lock()
+	if q.timersClosed {
+		q.timerMu.Unlock()
+		dw.mu.Unlock()
+		q.reportDestroyed(&dw.Work)
+		dw.markCancelled()
+		dw.release()
+		return false
+	}
 	dw.wq.Store(q)
 	dw.cpu.Store(int32(cpu))
+	dw.armedOn = q
+	q.armed.push(dw)
 	dw.timer.Reset(d)
+	q.timerMu.Unlock()
+	dw.mu.Unlock()
+	return true
 }
 
 // Flush queues the item at once if its timer is armed and then waits like
@@ -75,4 +167,45 @@ func (dw *DelayedWork) FlushContext(ctx context.Context) (bool, error) {
 		dw.wq.Load().queuePended(int(dw.cpu.Load()), &dw.Work)
 	}
 	return dw.Work.FlushContext(ctx)
+}
+
+// closeTimers stops arming on q (Destroy), cancels every item armed on it
+// and waits for timers that are firing. It returns the names of the items
+// it cancelled, which are then idle. Called without locks.
+func (q *Workqueue) closeTimers() []string {
+	q.timerMu.Lock()
+	q.timersClosed = true
+	var armed []*DelayedWork
+	for dw := q.armed.head; dw != nil; dw = dw.tnext {
+		armed = append(armed, dw)
+	}
+	q.timerMu.Unlock()
+	for _, dw := range armed {
+		if dw.stopTimerOn(q) {
+			q.noteTimerCancelled(dw)
+		}
+	}
+	q.timerMu.Lock()
+	for q.firing > 0 {
+		ch := make(chan struct{})
+		q.timerIdle = ch
+		q.timerMu.Unlock()
+		<-ch
+		q.timerMu.Lock()
+	}
+	names := q.timerCancelled
+	q.timerCancelled = nil
+	q.timerMu.Unlock()
+	return names
+}
+
+// noteTimerCancelled cancels an armed instance whose PENDING the caller
+// owns (its timer stopped or fired after closeTimers) and records it for
+// Destroy's report.
+func (q *Workqueue) noteTimerCancelled(dw *DelayedWork) {
+	dw.markCancelled()
+	dw.release()
+	q.timerMu.Lock()
+	q.timerCancelled = append(q.timerCancelled, dw.Func())
+	q.timerMu.Unlock()
 }

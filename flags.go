@@ -121,4 +121,11 @@ var (
 	ErrDeadlock = errors.New("wq: wait would deadlock")
 	// ErrReadOnly: a write to an attribute that cannot change on this queue.
 	ErrReadOnly = errors.New("wq: attribute is read-only")
+	// ErrDelayedPending: Destroy found delayed items still armed on the
+	// queue; it cancelled them (they are idle) and reports them.
+	ErrDelayedPending = errors.New("wq: delayed work still armed at destroy")
+	// ErrWorkerExit: a worker's goroutine ended or left its thread in a
+	// callback (runtime.Goexit, runtime.UnlockOSThread); the worker was
+	// retired and replaced, and its item finished.
+	ErrWorkerExit = errors.New("wq: worker thread lost")
 )

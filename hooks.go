@@ -42,9 +42,13 @@ func SetPanicHandler(h func(PanicInfo)) {
 	panicHandler.Store(&h)
 }
 
+// reportPanic calls the panic handler; a handler that panics is
+// recovered and logged. (A handler that calls runtime.Goexit ends the
+// worker, which the worker's exit path handles like a Goexit in the work
+// function.)
 func reportPanic(pi PanicInfo) {
 	if h := panicHandler.Load(); h != nil {
-		(*h)(pi)
+		callSafe("panic handler", func() { (*h)(pi) })
 		return
 	}
 	slog.Error("workqueue: work function panicked", "workqueue", pi.Workqueue,
@@ -88,3 +92,56 @@ func SetTracer(t wqtrace.Tracer) {
 }
 
 func stackOf() []byte { return debug.Stack() }
+
+// callSafe calls a user callback f with a panic recovered and logged.
+// runtime.Goexit in f is not stopped: it ends the calling goroutine, whose
+// exit path must cope (workers: main's deferred exit path).
+func callSafe(what string, f func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			slog.Error("workqueue: "+what+" panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		}
+	}()
+	f()
+}
+
+// callContained calls a user callback f on a helper goroutine and waits
+// for it: a panic is recovered and logged, and runtime.Goexit ends only the
+// helper. Used where the caller is a gowq service thread (the CM monitor,
+// the watchdog) that a callback must not end.
+func callContained(what string, f func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		callSafe(what, f)
+	}()
+	<-done
+}
+
+// goReport runs f (a report to the user's handlers) on its own goroutine,
+// contained, without waiting: for reports made with a lock held or from a
+// worker's exit path.
+func goReport(f func()) { go callSafe("error handler", f) }
+
+// emit delivers ev to the tracer t on the calling thread (tracepoints are
+// synchronous). A tracer that panics is recovered and logged. If it calls
+// runtime.Goexit, onGoexit (if not nil) runs before the goroutine ends, so
+// that the caller's state stays consistent (an item is released, a pool
+// lock is unlocked); on a worker, main's exit path does the rest.
+func emit(t *wqtrace.Tracer, ev *wqtrace.Event, onGoexit func()) {
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		if r := recover(); r != nil {
+			slog.Error("workqueue: tracer panicked", "event", ev.Kind.String(), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			return
+		}
+		if onGoexit != nil {
+			onGoexit()
+		}
+	}()
+	(*t).Trace(ev)
+	returned = true
+}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/gowq/wq/internal/sched"
 	"github.com/gowq/wq/internal/topology"
-	"github.com/gowq/wq/wqtrace"
 )
 
 // classAttrs is a worker class: scheduling policy, RT priority and nice.
@@ -73,7 +72,15 @@ type pool struct {
 	disassociated bool      // guarded by mu: per-CPU pool whose CPU is offline
 	idleTimer     *time.Timer
 	maydayTimer   *time.Timer // guarded by mu
-	createErr     error       // guarded by mu: last worker creation error
+	maydayArmed   bool        // guarded by mu
+	// Worker creation failures (thread limits, attributes the kernel
+	// refuses). While createFailing, the pool retries at the mayday
+	// cadence instead of on every kick, and summons rescuers.
+	createFailing bool      // guarded by mu: the last creation failed; cleared by a worker that starts serving
+	createErr     error     // guarded by mu: last worker creation error
+	createErrs    int64     // guarded by mu: creation failures since the pool was made
+	createRepAt   int64     // guarded by mu: ns of the last reported failure (rate limit)
+	classErr      error     // guarded by mu: the class could not be applied exactly (kept the inherited nice); reported once
 
 	refs     int // guarded by poolRegistry.mu
 	exited   sync.WaitGroup
@@ -154,6 +161,7 @@ func (p *pool) put() {
 	}
 	p.mu.Lock()
 	p.dead = true
+	p.maydayArmed = false
 	if p.idleTimer != nil {
 		p.idleTimer.Stop()
 	}
@@ -193,8 +201,14 @@ func (p *pool) needMoreWorker() bool { return !p.worklist.empty() && p.nrRunning
 // keepWorking: work is pending and at most the caller runs (keep_working).
 func (p *pool) keepWorking() bool { return !p.worklist.empty() && p.nrRunning <= 1 }
 
-// kick wakes an idle worker if the pool needs one (kick_pool); with no
-// worker at all it creates the first. Called with mu held.
+// needToCreate: a worker is needed and none is idle to be woken
+// (need_to_create_worker).
+func (p *pool) needToCreate() bool { return p.needMoreWorker() && len(p.idle) == 0 }
+
+// kick wakes an idle worker if the pool needs one (kick_pool). With no
+// idle worker it creates one, as the kernel's manager would; while
+// creation keeps failing it leaves the retries to the mayday timer, which
+// also summons the rescuers. Called with mu held.
 func (p *pool) kick() {
 	if !p.needMoreWorker() {
 		return
@@ -203,9 +217,11 @@ func (p *pool) kick() {
 		p.mu.wake = p.idle[n-1]
 		return
 	}
-	if len(p.workers) == 0 {
-		p.createWorker()
+	if p.createFailing {
+		p.startMayday()
+		return
 	}
+	p.createWorker()
 }
 
 // poolMutex is the pool lock. A worker woken while the lock is held is
@@ -234,17 +250,19 @@ var createWorkerHook atomic.Pointer[func() error]
 
 // createWorker adds an idle worker with a token, so it starts serving as
 // soon as its thread is set up; it does not wait for the thread. On failure
-// it arms the mayday timer. Called with mu held. Mirrors create_worker.
+// (a thread limit, or the test hook) it records the error and arms the
+// mayday timer. Called with mu held. Mirrors create_worker.
 func (p *pool) createWorker() bool {
 	if p.dead {
 		return false
 	}
-	if h := createWorkerHook.Load(); h != nil {
-		if err := (*h)(); err != nil {
-			p.createErr = err
-			p.startMayday()
-			return false
-		}
+	err := checkThreadHeadroom()
+	if h := createWorkerHook.Load(); h != nil && err == nil {
+		err = (*h)()
+	}
+	if err != nil {
+		p.createFailed(err)
+		return false
 	}
 	wk := &worker{pool: p, id: p.nextID}
 	p.nextID++
@@ -253,6 +271,7 @@ func (p *pool) createWorker() bool {
 	} else {
 		wk.name = fmt.Sprintf("kworker/u%d:%d%s", p.id, wk.id, map[bool]string{true: "F"}[p.key.class.rt()])
 	}
+	wk.curPool.Store(p)
 	p.workers = append(p.workers, wk)
 	wk.idle = true
 	wk.lastActive = nanotime()
@@ -261,6 +280,31 @@ func (p *pool) createWorker() bool {
 	p.exited.Add(1)
 	sched.GoLocked(wk.main)
 	return true
+}
+
+// createReportEvery rate-limits the report of repeated creation failures.
+const createReportEvery = 10 * time.Second
+
+// createFailed records a worker creation failure: the pool retries at the
+// mayday cadence (with backoff) and summons rescuers while work waits. The
+// first failure is reported at once, repeats at most every 10 s; all are
+// counted (Stats().CreateErrors). Called with mu held.
+func (p *pool) createFailed(err error) {
+	p.createFailing = true
+	p.createErr = err
+	p.createErrs++
+	now := nanotime()
+	if p.createErrs == 1 || now-p.createRepAt >= int64(createReportEvery) {
+		p.createRepAt = now
+		n := p.createErrs
+		name := p.String()
+		goReport(func() {
+			reportError("create_worker", name, fmt.Errorf("%w (%d failure(s) so far; retrying with backoff)", err, n))
+		})
+	}
+	if p.needMoreWorker() {
+		p.startMayday()
+	}
 }
 
 // removeWorker unlinks wk from the pool's lists. Called with mu held.
@@ -335,9 +379,14 @@ func (p *pool) reapIdle() {
 	}
 }
 
-// startMayday arms the mayday timer: if work stays stuck for lack of
-// workers, rescuers are summoned (the kernel's pool_mayday_timeout).
+// startMayday arms the mayday timer unless it is armed: if work stays
+// stuck for lack of workers, creation is retried and rescuers are
+// summoned (the kernel's pool_mayday_timeout). Called with mu held.
 func (p *pool) startMayday() {
+	if p.maydayArmed || p.dead {
+		return
+	}
+	p.maydayArmed = true
 	if p.maydayTimer == nil {
 		p.maydayTimer = time.AfterFunc(maydayInitial, p.maydayTimeout)
 		return
@@ -350,301 +399,36 @@ const (
 	maydayInterval = 100 * time.Millisecond // MAYDAY_INTERVAL
 )
 
+// maydayTimeout runs while a worker is needed and cannot be created: it
+// retries the creation (the manager's retry, at MAYDAY_INTERVAL) and sends
+// a mayday to the rescuer of every queue with items on the worklist. It
+// re-arms itself until no worker is needed. Mirrors pool_mayday_timeout.
 func (p *pool) maydayTimeout() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.dead || p.worklist.empty() || len(p.idle) > 0 {
+	if p.dead || !p.maydayArmed {
 		return
 	}
-	// Retry the creation first, as the manager would.
-	if p.createWorker() {
+	if !p.needToCreate() {
+		p.maydayArmed = false
 		return
 	}
-	seen := map[*pwq]bool{}
-	for w := p.worklist.head; w != nil; w = w.next {
-		pq := w.pwq.Load()
-		if pq == nil || seen[pq] {
-			continue
-		}
-		seen[pq] = true
-		if r := pq.wq.rescuer; r != nil {
-			pq.stats.mayday.Add(1)
-			r.sendMayday(pq)
+	p.createWorker()
+	if p.needMoreWorker() {
+		seen := map[*pwq]bool{}
+		for w := p.worklist.head; w != nil; w = w.next {
+			pq := w.pwq.Load()
+			if pq == nil || seen[pq] {
+				continue
+			}
+			seen[pq] = true
+			if r := pq.wq.rescuer; r != nil {
+				pq.stats.mayday.Add(1)
+				r.sendMayday(pq)
+			}
 		}
 	}
 	p.maydayTimer.Reset(maydayInterval)
-}
-
-// worker is one OS thread serving a pool (struct worker).
-type worker struct {
-	pool   *pool // the pool it serves; a rescuer changes it under its own loop
-	id     int
-	name   string
-	tid    int // set by the worker's thread before it serves; read under pool.mu
-	parker sched.Parker
-
-	idle         bool                // guarded by pool.mu
-	dying        bool                // guarded by pool.mu
-	counted      bool                // guarded by pool.mu: counted in pool.nrRunning
-	sleeping     bool                // guarded by pool.mu: seen blocked by the CM monitor
-	cpuIntensive bool                // guarded by pool.mu
-	current      *Work               // guarded by pool.mu
-	currentPwq   *pwq                // guarded by pool.mu
-	scheduled    workList            // guarded by pool.mu: items to run next, after the current one (non-reentrance)
-	allow        []int               // owned by the worker: the pool's CPUs, for repatriation
-	curPwq       atomic.Pointer[pwq] // atomic copy of currentPwq for Queue's non-reentrance check
-	currentAt    int64               // guarded by pool.mu: ns when the current item started
-	gen          uint64              // guarded by pool.mu: items started
-	lastActive   int64               // guarded by pool.mu: ns when it last went idle
-
-	cpuStart atomic.Int64 // written by the worker: thread CPU ns at item start, -1 when unknown
-	lastCPU  int64        // owned by the worker: its thread CPU ns at the end of its last item
-	cpuAt    int64        // owned by the CM monitor: thread CPU ns at item start or wake
-	seenAt   uint64
-	rescuer  *rescuer // non-nil for a rescuer thread
-}
-
-// main is the worker thread, run by sched.GoLocked: locked to an OS thread
-// other than the main thread and never unlocked, because the thread's
-// policy, nice and affinity are changed and it must die with this goroutine
-// rather than go back to the runtime.
-func (wk *worker) main() {
-	p := wk.pool
-	defer p.exited.Done()
-	tid := sched.Gettid()
-	p.mu.Lock()
-	wk.tid = tid
-	p.mu.Unlock()
-	if err := wk.setup(p); err != nil {
-		p.mu.Lock()
-		p.removeWorker(wk)
-		p.createErr = err
-		if !p.worklist.empty() {
-			p.startMayday()
-		}
-		p.mu.Unlock()
-		reportError("create_worker", wk.name, err)
-		return
-	}
-	wk.lastCPU = sched.SelfCPUTime()
-	wk.loop()
-}
-
-// setup names the thread and applies the pool's affinity and class.
-func (wk *worker) setup(p *pool) error {
-	_ = sched.SetName(wk.name)
-	p.mu.Lock()
-	cpus := p.cpus
-	p.mu.Unlock()
-	if len(cpus) > 0 {
-		if err := sched.SetAffinity(0, cpus); err != nil {
-			return err
-		}
-	}
-	c := p.key.class
-	if c.policy != sched.PolicyNormal || c.nice != 0 {
-		if err := sched.SetAttr(0, sched.Attr{Policy: c.policy, Priority: c.prio, Nice: c.nice}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// loop is worker_thread(): park until kicked, then run items while the
-// pool's concurrency management allows.
-func (wk *worker) loop() {
-	p := wk.pool
-	for {
-		wk.parker.Park()
-		p.mu.Lock()
-		if wk.dying {
-			p.removeWorker(wk)
-			p.mu.Unlock()
-			return
-		}
-		p.leaveIdle(wk)
-		if p.needMoreWorker() {
-			// Keep an idle worker around so that there is someone to wake
-			// when this one sleeps (may_start_working/manage_workers).
-			if len(p.idle) == 0 {
-				p.createWorker()
-			}
-			if p.cm {
-				wk.counted = true
-				p.nrRunning++
-			}
-			for {
-				w := p.worklist.popFront()
-				if r := w.runner.Load(); r != nil && r != wk && r.pool == p && r.current == w {
-					// Non-reentrance: another worker of this pool runs w
-					// now; it runs w again after (move_linked_works).
-					r.scheduled.pushBack(w)
-				} else if !wk.processOne(w) {
-					return // runtime.Goexit in the work function
-				}
-				for !wk.scheduled.empty() {
-					if !wk.processOne(wk.scheduled.popFront()) {
-						return
-					}
-				}
-				if !p.keepWorking() {
-					break
-				}
-			}
-			if wk.counted {
-				wk.counted = false
-				p.nrRunning--
-			}
-		}
-		p.enterIdle(wk)
-		p.mu.Unlock()
-	}
-}
-
-// processOne runs w, popped from p.worklist. Called and returns with
-// pool.mu held; returns false when the work function called
-// runtime.Goexit, in which case the worker is gone and the lock released.
-// Mirrors process_one_work.
-func (wk *worker) processOne(w *Work) bool {
-	p := wk.pool
-	pq := w.pwq.Load()
-	w.pwq.Store(nil)
-	now := nanotime()
-	wk.current, wk.currentPwq, wk.currentAt = w, pq, now
-	wk.gen++
-	wk.cpuStart.Store(-1) // until runItem reads the clock; the CM monitor then knows it is unknown
-	wk.curPwq.Store(pq)
-	w.runner.Store(wk)
-	if pq.wq.flags&CPUIntensive != 0 {
-		wk.cpuIntensive = true
-		if wk.counted {
-			wk.counted = false
-			p.nrRunning--
-		}
-	}
-	// Chain wake-ups: unbound pools are not concurrency-managed, so each
-	// pending item gets its own worker.
-	p.kick()
-	if p.busy.Add(1) == 1 && p.cm {
-		cmNotifyBusy()
-	}
-	p.progress.Store(now)
-	pq.stats.started.Add(1)
-	if qa := w.queuedAt; qa != 0 {
-		pq.stats.observeLatency(now - qa)
-	}
-	fn := w.fn
-	if p.repatriate {
-		wk.allow = p.cpus
-	}
-	// The color of this instance: a requeue while it runs recolors w.
-	color := w.color
-	p.mu.Unlock()
-
-	if !wk.runItem(w, fn, pq, color) {
-		return false
-	}
-
-	p.mu.Lock()
-	wk.afterItem(pq, color)
-	return true
-}
-
-// afterItem is the bookkeeping after an item. Called with pool.mu held.
-func (wk *worker) afterItem(pq *pwq, color uint8) {
-	p := wk.pool
-	p.busy.Add(-1)
-	p.progress.Store(nanotime())
-	wk.current, wk.currentPwq = nil, nil
-	wk.curPwq.Store(nil)
-	wk.sleeping, wk.cpuIntensive = false, false
-	if p.cm && !wk.counted && wk.rescuer == nil {
-		wk.counted = true
-		p.nrRunning++
-	}
-	if pq.complete(color) {
-		p.mu.Unlock()
-		pq.lim.scan(pq)
-		p.mu.Lock()
-	}
-}
-
-// runItem calls fn with panics recovered. It returns false if fn called
-// runtime.Goexit; the worker has then left the pool.
-func (wk *worker) runItem(w *Work, fn func(), pq *pwq, color uint8) (ok bool) {
-	// execute_start is traced before PENDING is cleared, so that a requeue's
-	// queue_work can never appear before this instance's execute_start.
-	t := tracer.Load()
-	if t != nil {
-		(*t).Trace(&wqtrace.Event{Kind: wqtrace.ExecuteStart, TimeNs: nanotime(), CPU: sched.GetCPU(), TID: wk.tid, Comm: wk.name, Work: w.addr(), Function: w.Func(), Workqueue: pq.wq.name})
-	}
-	s := w.startRun()
-	// The thread's CPU clock was read at the end of its previous item (or
-	// when it started) and does not advance while it is parked, so no
-	// system call is needed here, on the latency path.
-	if cpuAccounting.Load() {
-		wk.cpuStart.Store(wk.lastCPU)
-	}
-	if p := wk.pool; p.repatriate {
-		// Start inside the pod: if the scheduler left the worker outside
-		// it, move it in (narrowing migrates it at once) and let it go again.
-		if !p.podSet.Has(sched.GetCPU()) && sched.SetAffinity(0, p.pod) == nil {
-			_ = sched.SetAffinity(0, wk.allow)
-			pq.stats.repatriated.Add(1)
-		}
-	}
-	returned := false
-	defer func() {
-		if returned {
-			return
-		}
-		if r := recover(); r != nil {
-			pq.stats.panics.Add(1)
-			reportPanic(PanicInfo{Workqueue: pq.wq.name, Func: w.Func(), Value: r, Stack: stackOf(), Worker: wk.name})
-			wk.endItem(w, pq, s, t)
-			ok = true
-			return
-		}
-		// runtime.Goexit: the goroutine, and with it the locked thread,
-		// ends after this function. Finish the item and leave the pool.
-		wk.endItem(w, pq, s, t)
-		p := wk.pool
-		p.mu.Lock()
-		wk.afterItem(pq, color)
-		if wk.counted {
-			wk.counted = false
-			p.nrRunning--
-		}
-		p.removeWorker(wk)
-		for !wk.scheduled.empty() {
-			p.worklist.pushBack(wk.scheduled.popFront())
-		}
-		if !p.worklist.empty() && len(p.idle) == 0 {
-			p.createWorker()
-		}
-		p.kick()
-		p.mu.Unlock()
-		reportError("process_one_work", w.Func(), fmt.Errorf("work function called runtime.Goexit; worker %s replaced", wk.name))
-	}()
-	fn()
-	returned = true
-	wk.endItem(w, pq, s, t)
-	return true
-}
-
-func (wk *worker) endItem(w *Work, pq *pwq, s uint64, t *wqtrace.Tracer) {
-	// Counted before flush waiters are released, so that they see it.
-	end := nanotime()
-	pq.stats.exec.observe(end - wk.currentAt)
-	if c0 := wk.cpuStart.Load(); c0 >= 0 {
-		wk.lastCPU = sched.SelfCPUTime()
-		pq.stats.cpuTimeNs.Add(wk.lastCPU - c0)
-	}
-	pq.stats.completed.Add(1)
-	if t != nil {
-		(*t).Trace(&wqtrace.Event{Kind: wqtrace.ExecuteEnd, TimeNs: nanotime(), CPU: sched.GetCPU(), TID: wk.tid, Comm: wk.name, Work: w.addr(), Function: w.Func()})
-	}
-	w.finishRun(wk, s)
 }
 
 // workerInfo is a snapshot of one worker for dumps.

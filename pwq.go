@@ -138,7 +138,11 @@ func (pq *pwq) activate(w *Work) {
 	p := pq.pool
 	p.worklist.pushBack(w)
 	if t := tracer.Load(); t != nil {
-		(*t).Trace(&wqtrace.Event{Kind: wqtrace.ActivateWork, TimeNs: nanotime(), CPU: sched.GetCPU(), TID: sched.Gettid(), Work: w.addr(), Function: w.Func(), Workqueue: pq.wq.name})
+		// Traced under the pool lock, so that no worker starts w first. A
+		// tracer that calls runtime.Goexit here leaves with the pool
+		// kicked and unlocked (no caller of activate defers the unlock).
+		emit(t, &wqtrace.Event{Kind: wqtrace.ActivateWork, TimeNs: nanotime(), CPU: sched.GetCPU(), TID: sched.Gettid(), Work: w.addr(), Function: w.Func(), Workqueue: pq.wq.name},
+			func() { p.kick(); p.mu.Unlock() })
 	}
 	p.kick()
 }

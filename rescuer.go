@@ -1,30 +1,29 @@
 package wq
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/gowq/wq/internal/sched"
 )
 
-// rescuer is a MemReclaim queue's rescuer thread: when a pool cannot create
-// workers and work stays stuck, the pool sends it a mayday and it runs the
-// queue's items itself (rescuer_thread).
+// rescuer is a MemReclaim queue's rescuer: when a pool cannot create
+// workers and the queue's items wait with no worker running, the pool's
+// mayday timer sends it a mayday, and it attaches to the pool and runs the
+// queue's items there with the same item loop as the pool's workers
+// (rescuer_thread, process_scheduled_works). Its thread is started on the
+// first mayday and replaced if a work function ends it.
 type rescuer struct {
 	wq *Workqueue
-	wk *worker // its worker identity; wk.pool switches as it attaches
 
 	mu      sync.Mutex
-	mayday  []*pwq // guarded by mu
-	stopped bool   // guarded by mu
-	done    chan struct{}
-	started sync.Once
+	mayday  []*pwq  // guarded by mu
+	stopped bool    // guarded by mu
+	wk      *worker // guarded by mu: the worker identity of the current thread, nil before the first mayday
+	threads sync.WaitGroup
 }
 
-func newRescuer(q *Workqueue) *rescuer {
-	r := &rescuer{wq: q, done: make(chan struct{})}
-	r.wk = &worker{name: trimName(q.name), rescuer: r}
-	return r
-}
+func newRescuer(q *Workqueue) *rescuer { return &rescuer{wq: q} }
 
 func trimName(s string) string {
 	if len(s) > 15 {
@@ -33,86 +32,167 @@ func trimName(s string) string {
 	return s
 }
 
+// sendMayday asks the rescuer to rescue pq (send_mayday). May be called
+// with pq's pool lock held.
 func (r *rescuer) sendMayday(pq *pwq) {
 	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return
+	}
+	dup := false
 	for _, x := range r.mayday {
 		if x == pq {
-			r.mu.Unlock()
-			return
+			dup = true
+			break
 		}
 	}
-	r.mayday = append(r.mayday, pq)
+	if !dup {
+		r.mayday = append(r.mayday, pq)
+	}
+	if r.wk == nil {
+		r.startLocked()
+	}
+	wk := r.wk
 	r.mu.Unlock()
-	r.started.Do(func() { sched.GoLocked(r.main) })
-	r.wk.parker.Unpark()
+	wk.parker.Unpark()
 }
 
+// startLocked starts a rescuer thread with a fresh worker identity.
+// Called with r.mu held.
+func (r *rescuer) startLocked() {
+	wk := &worker{name: trimName(r.wq.name), rescuer: r}
+	r.wk = wk
+	r.threads.Add(1)
+	wk.parker.Unpark() // serve the mayday list at once
+	sched.GoLocked(func() { r.main(wk) })
+}
+
+// replace starts a new thread for the rescuer after wk's was lost
+// (runtime.Goexit or runtime.UnlockOSThread in a rescued item), unless the
+// rescuer is stopped.
+func (r *rescuer) replace(wk *worker) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.wk != wk {
+		return
+	}
+	r.wk = nil
+	if !r.stopped && len(r.mayday) > 0 {
+		r.startLocked()
+	}
+}
+
+// stop ends the rescuer and waits for its thread. The queue is drained by
+// then.
 func (r *rescuer) stop() {
 	r.mu.Lock()
 	r.stopped = true
-	r.mu.Unlock()
-	started := true
-	r.started.Do(func() { started = false })
-	if !started {
-		return
-	}
-	r.wk.parker.Unpark()
-	<-r.done
-}
-
-// main is the rescuer thread. It is locked to its OS thread for life: it
-// takes the affinity and class of each pool it rescues.
-func (r *rescuer) main() {
-	defer close(r.done)
-	r.wk.tid = sched.Gettid()
-	_ = sched.SetName(r.wk.name)
-	for {
-		r.wk.parker.Park()
-		r.mu.Lock()
-		list := r.mayday
-		r.mayday = nil
-		stopped := r.stopped
-		r.mu.Unlock()
-		for _, pq := range list {
-			r.rescue(pq)
-		}
-		if stopped {
-			return
-		}
-	}
-}
-
-// rescue runs every item of pq on its pool's worklist.
-func (r *rescuer) rescue(pq *pwq) {
-	p := pq.pool
+	r.mayday = nil
 	wk := r.wk
-	wk.pool = p
-	if len(p.cpus) > 0 {
-		_ = sched.SetAffinity(0, p.cpus)
+	r.mu.Unlock()
+	if wk != nil {
+		wk.parker.Unpark()
 	}
-	c := p.key.class
-	_ = sched.SetAttr(0, sched.Attr{Policy: c.policy, Priority: c.prio, Nice: c.nice})
-	p.mu.Lock()
+	r.threads.Wait()
+}
+
+// main is a rescuer thread. It is locked to its OS thread for life: it
+// takes the affinity and class of each pool it rescues.
+func (r *rescuer) main(wk *worker) {
+	defer r.threads.Done()
+	clean := false
+	defer func() {
+		if !clean {
+			if rec := recover(); rec != nil {
+				panic(rec) // a bug in gowq itself (user code is recovered)
+			}
+			wk.exitAbnormal(fmt.Errorf("%w: rescuer %s: runtime.Goexit in a rescued item; the rescuer was restarted", ErrWorkerExit, wk.name))
+		}
+	}()
+	r.mu.Lock()
+	wk.setIdentity(sched.Gettid())
+	r.mu.Unlock()
+	_ = sched.SetName(wk.name)
 	for {
-		var w *Work
+		wk.parker.Park()
+		for {
+			r.mu.Lock()
+			if r.stopped || len(r.mayday) == 0 {
+				stopped := r.stopped
+				r.mu.Unlock()
+				if stopped {
+					wk.clearIdentity()
+					clean = true
+					return
+				}
+				break
+			}
+			pq := r.mayday[0]
+			r.mayday = r.mayday[1:]
+			r.mu.Unlock()
+			if !r.rescue(wk, pq) {
+				clean = true // retired and replaced in lostThread
+				return
+			}
+		}
+	}
+}
+
+// rescue runs pq's items from its pool's worklist, attached to the pool,
+// while the pool has no running worker. It returns false when the thread
+// was lost (the rescuer has been replaced).
+func (r *rescuer) rescue(wk *worker, pq *pwq) bool {
+	p := pq.pool
+	p.mu.Lock()
+	// The kernel rescues only while no worker runs (need_to_create_worker).
+	if p.dead || !p.needMoreWorker() {
+		p.mu.Unlock()
+		return true
+	}
+	cpus := p.cpus
+	c := p.key.class
+	p.mu.Unlock()
+	if len(cpus) > 0 {
+		_ = sched.SetAffinity(0, cpus)
+	}
+	_ = sched.SetAttr(0, sched.Attr{Policy: c.policy, Priority: c.prio, Nice: c.nice})
+
+	p.mu.Lock()
+	if p.dead {
+		p.mu.Unlock()
+		return true
+	}
+	wk.curPool.Store(p)
+	// assign_work: pq's items move to the rescuer's scheduled list, or to
+	// the scheduled list of the worker that runs them now.
+	for x := p.worklist.head; x != nil; {
+		next := x.next
+		if x.pwq.Load() == pq {
+			p.worklist.remove(x)
+			if rn := x.runner.Load(); rn != nil && rn != wk && rn.curPool.Load() == p && rn.current == x {
+				rn.scheduled.pushBack(x)
+			} else {
+				wk.scheduled.pushBack(x)
+			}
+		}
+		x = next
+	}
+	if !wk.processScheduled() {
+		return false
+	}
+	// Items that the rescued ones activated or chained: rescue again
+	// without waiting for the next mayday interval.
+	if p.needToCreate() {
 		for x := p.worklist.head; x != nil; x = x.next {
 			if x.pwq.Load() == pq {
-				w = x
+				r.sendMayday(pq)
 				break
 			}
 		}
-		if w == nil {
-			break
-		}
-		p.worklist.remove(w)
-		if rn := w.runner.Load(); rn != nil && rn.pool == p && rn.current == w {
-			rn.scheduled.pushBack(w)
-			continue
-		}
-		pq.stats.rescued.Add(1)
-		if !wk.processOne(w) {
-			return // Goexit: the rescuer thread is gone
-		}
 	}
+	wk.curPool.Store(nil)
+	p.kick() // leave the pool with its workers woken
 	p.mu.Unlock()
+	return true
 }

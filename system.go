@@ -42,6 +42,7 @@ func liveQueues() []*Workqueue {
 
 func (q *Workqueue) setFrozen(on bool) {
 	q.mu.Lock()
+	q.frozen.Store(on)
 	lims := append([]*activeLimit(nil), q.lims...)
 	q.mu.Unlock()
 	for _, l := range lims {

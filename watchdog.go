@@ -111,7 +111,7 @@ func rtHogCheck(th time.Duration) {
 			}
 			slog.Error(rep.Message, "pool", rep.Pool)
 			if hk := wdog.hook.Load(); hk != nil {
-				(*hk)(rep)
+				callContained("lockup hook", func() { (*hk)(rep) })
 			}
 		}
 	}
@@ -202,7 +202,7 @@ func watchdogCheck(th time.Duration) {
 		rep := p.lockupReport(stuck, pending)
 		slog.Error(rep.Message, "pending", rep.Pending, "workers", rep.Workers)
 		if h := wdog.hook.Load(); h != nil {
-			(*h)(rep)
+			callContained("lockup hook", func() { (*h)(rep) })
 		}
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/gowq/wq/internal/sched"
 )
 
 // Work is a work item: a function to run later on a worker thread. It is
@@ -43,6 +42,7 @@ type Work struct {
 	queuedAt   int64     // ns, monotonic, when inserted (for latency stats)
 
 	mu         sync.Mutex    // guards the fields below
+	cancelers  int           // guarded by mu: CancelSync/DisableSync calls holding the item (CANCELING)
 	running    int           // guarded by mu: workers executing it now
 	runSeq     uint64        // guarded by mu: instance seq of the latest run
 	doneSeq    uint64        // guarded by mu: every instance <= doneSeq finished or was cancelled
@@ -56,7 +56,10 @@ type flushWaiter struct {
 	ch     chan struct{}
 }
 
-// State word layout.
+// State word layout. PENDING and CANCELING never coexist: PENDING is owned
+// by whoever set it (a queuer, a timer, a grabber); CANCELING means one or
+// more sync cancellers hold the idle item, and is set and cleared under mu
+// together with cancelers.
 const (
 	stPending      = 1 << 0
 	stCanceling    = 1 << 1
@@ -115,7 +118,7 @@ func (w *Work) addr() uintptr { return uintptr(unsafe.Pointer(w)) }
 func (w *Work) tryPend() bool {
 	for {
 		old := w.state.Load()
-		if old&(stPending|stDisableMask) != 0 {
+		if old&(stPending|stCanceling|stDisableMask) != 0 {
 			return false
 		}
 		if w.state.CompareAndSwap(old, (old|stPending)+stSeqOne) {
@@ -142,45 +145,57 @@ func (w *Work) Busy() BusyFlags {
 	return b
 }
 
+// grabResult is what grab found.
+type grabResult uint8
+
+const (
+	grabIdle    grabResult = iota // the item was idle; the caller now owns PENDING
+	grabPending                   // the item was queued or armed; the caller now owns PENDING
+	grabHeld                      // a sync canceller holds the item; nothing is owned
+	grabSelf                      // the caller's own worker is starting this item; nothing is owned
+)
+
 // grab takes ownership of PENDING, removing the item from its list or
-// stopping its timer. It returns true when the item was pending (queued or
-// armed) and false when it was idle. With canceling it also sets CANCELING,
-// which makes other grabbers wait until the owner releases. It blocks only
-// while another cancel holds the item or the item is in transit between
-// being marked pending and being linked (a few instructions). Mirrors
-// try_to_grab_pending().
-func (w *Work) grab(canceling bool) bool {
-	var setMask uint64 = stPending
-	if canceling {
-		setMask |= stCanceling
-	}
+// stopping its timer (try_to_grab_pending). It never waits for a thread
+// that may be waiting for the caller:
+//   - while a CancelSync or DisableSync holds the item (CANCELING), it
+//     returns grabHeld at once, as the kernel's grabbers do for a disabled
+//     item since 6.10;
+//   - it waits only for an item in transit between being marked pending
+//     and being linked or armed, which takes a few instructions on a
+//     thread that waits for nobody (a queuer, a timer, or a worker about
+//     to start the item); when that worker is the caller itself (a tracer
+//     callback between dequeue and start), it returns grabSelf.
+func (w *Work) grab() grabResult {
 	for spins := 0; ; spins++ {
 		old := w.state.Load()
+		if old&stCanceling != 0 {
+			return grabHeld
+		}
 		if old&stPending == 0 {
-			if w.state.CompareAndSwap(old, (old|setMask)+stSeqOne) {
-				return false
+			if w.state.CompareAndSwap(old, (old|stPending)+stSeqOne) {
+				return grabIdle
 			}
 			continue
 		}
-		if old&stCanceling == 0 {
-			if dw := w.dw; dw != nil && dw.stopTimer() {
-				w.state.Or(setMask)
-				return true
-			}
-			if pq := w.pwq.Load(); pq != nil {
-				p := pq.pool
-				p.mu.Lock()
-				if w.pwq.Load() == pq {
-					scan := pq.unlink(w)
-					w.state.Or(setMask)
-					p.mu.Unlock()
-					if scan {
-						pq.lim.scan(pq)
-					}
-					return true
-				}
+		if dw := w.dw; dw != nil && dw.stopTimer() {
+			return grabPending
+		}
+		if pq := w.pwq.Load(); pq != nil {
+			p := pq.pool
+			p.mu.Lock()
+			if w.pwq.Load() == pq {
+				scan := pq.unlink(w)
 				p.mu.Unlock()
+				if scan {
+					pq.lim.scan(pq)
+				}
+				return grabPending
 			}
+			p.mu.Unlock()
+		}
+		if r := w.runner.Load(); r != nil && r.onSelf() && r.starting == w {
+			return grabSelf
 		}
 		backoff(spins)
 	}
@@ -213,8 +228,45 @@ func (w *Work) markCancelled() {
 	w.mu.Unlock()
 }
 
-// release clears PENDING and CANCELING after a grab.
-func (w *Work) release() { w.state.And(^uint64(stPending | stCanceling)) }
+// release clears PENDING after a grab.
+func (w *Work) release() { w.state.And(^uint64(stPending)) }
+
+// hold turns the PENDING that the caller owns into CANCELING, in one step:
+// the item is then idle (cancelled) but refuses every queue attempt until
+// unhold (the kernel's cancel_work_sync disables the item for the wait).
+func (w *Work) hold() {
+	w.mu.Lock()
+	w.cancelers++
+	for {
+		old := w.state.Load()
+		if w.state.CompareAndSwap(old, (old&^stPending)|stCanceling) {
+			break
+		}
+	}
+	w.mu.Unlock()
+}
+
+// join adds the caller to the cancellers that hold the item. It returns
+// false when the holders have all left meanwhile (grab again).
+func (w *Work) join() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.state.Load()&stCanceling == 0 {
+		return false
+	}
+	w.cancelers++
+	return true
+}
+
+// unhold ends a hold or join; the last canceller clears CANCELING.
+func (w *Work) unhold() {
+	w.mu.Lock()
+	w.cancelers--
+	if w.cancelers == 0 {
+		w.state.And(^uint64(stCanceling))
+	}
+	w.mu.Unlock()
+}
 
 // startRun marks the item running for the instance that is pending and
 // clears PENDING, after which the item may be queued again. Called by the
@@ -263,11 +315,11 @@ func (w *Work) wakeWaitersLocked() {
 	w.waiters = w.waiters[:k]
 }
 
-// selfRunning reports whether the calling thread is the worker executing w.
-// The tid match is confirmed by the thread's name, since tids are reused.
+// selfRunning reports whether the calling thread is the worker executing w
+// (exact: a worker's tid is recorded only while its thread lives).
 func (w *Work) selfRunning() bool {
 	r := w.runner.Load()
-	return r != nil && sched.OnThread(r.tid, r.name)
+	return r != nil && r.onSelf()
 }
 
 // waitFor registers a waiter for instance target and returns its channel,
@@ -349,31 +401,66 @@ func (w *Work) FlushContext(ctx context.Context) (bool, error) {
 
 // Cancel removes the item from its queue (or stops its timer) if it is
 // pending, without waiting for a running instance. It returns true if the
-// item was pending. Mirrors cancel_work(); never blocks except for the few
-// instructions an item spends between being marked pending and linked.
+// item was pending, false if it was idle or a CancelSync/DisableSync holds
+// it. Mirrors cancel_work(); never blocks except for the few instructions
+// an item spends between being marked pending and linked.
 func (w *Work) Cancel() bool {
-	was := w.grab(false)
-	w.markCancelled()
-	w.release()
-	return was
+	switch r := w.grab(); r {
+	case grabHeld, grabSelf:
+		return false
+	default:
+		w.markCancelled()
+		w.release()
+		return r == grabPending
+	}
 }
 
 // CancelSync cancels the item like Cancel and then waits for a running
-// instance to finish. While it waits, Queue of the item returns false. It
-// returns true if the item was pending. Called from inside the item's own
-// function it does not wait (that would deadlock) and reports ErrDeadlock.
-// Mirrors cancel_work_sync().
-func (w *Work) CancelSync() bool {
-	was := w.grab(true)
-	w.markCancelled()
-	w.waitRunning()
-	w.release()
-	return was
+// instance to finish. While it waits, the item is held: Queue and
+// QueueDelayed of it return false, ModDelayed returns true without
+// queueing, Cancel returns false, and a concurrent CancelSync waits too and
+// returns false. It returns true if the item was pending. Called from
+// inside the item's own function it does not wait (that would deadlock)
+// and reports ErrDeadlock; the item is still cancelled. Mirrors
+// cancel_work_sync().
+func (w *Work) CancelSync() bool { return w.cancelSync("cancel_work_sync", false) }
+
+func (w *Work) cancelSync(op string, disable bool) bool {
+	for {
+		r := w.grab()
+		switch r {
+		case grabHeld:
+			if !w.join() {
+				continue
+			}
+			if disable {
+				w.incDisable()
+			}
+			w.waitRunning(op)
+			w.unhold()
+			return false
+		case grabSelf:
+			if disable {
+				w.incDisable()
+			}
+			reportError(op, w.Func(), ErrDeadlock)
+			return false
+		}
+		if disable {
+			w.incDisable()
+		}
+		w.markCancelled()
+		w.hold()
+		w.waitRunning(op)
+		w.unhold()
+		return r == grabPending
+	}
 }
 
-// waitRunning waits until no instance of the item runs. Called with
-// PENDING owned, so no new instance can start.
-func (w *Work) waitRunning() {
+// waitRunning waits until no instance of the item runs; from inside the
+// item itself it reports ErrDeadlock instead. Called while holding the
+// item, so no new instance can start.
+func (w *Work) waitRunning(op string) {
 	w.mu.Lock()
 	if w.running == 0 {
 		w.mu.Unlock()
@@ -381,7 +468,7 @@ func (w *Work) waitRunning() {
 	}
 	if w.selfRunning() {
 		w.mu.Unlock()
-		reportError("cancel_work_sync", w.Func(), ErrDeadlock)
+		reportError(op, w.Func(), ErrDeadlock)
 		return
 	}
 	ch := w.waiterLocked(w.runSeq)
@@ -397,23 +484,20 @@ func (w *Work) waitRunning() {
 // further Disable reports ErrInvalidArgument and leaves it). Mirrors
 // disable_work().
 func (w *Work) Disable() bool {
-	was := w.grab(false)
+	r := w.grab()
 	w.incDisable()
+	if r == grabHeld || r == grabSelf {
+		return false
+	}
 	w.markCancelled()
 	w.release()
-	return was
+	return r == grabPending
 }
 
 // DisableSync is Disable followed by waiting for a running instance, like
-// CancelSync. Mirrors disable_work_sync().
-func (w *Work) DisableSync() bool {
-	was := w.grab(true)
-	w.incDisable()
-	w.markCancelled()
-	w.waitRunning()
-	w.release()
-	return was
-}
+// CancelSync (and holding the item the same way while it waits). Mirrors
+// disable_work_sync().
+func (w *Work) DisableSync() bool { return w.cancelSync("disable_work_sync", true) }
 
 func (w *Work) incDisable() {
 	for {
@@ -468,6 +552,19 @@ func (l *workList) pushBack(w *Work) {
 		l.head = w
 	}
 	l.tail = w
+	l.n++
+}
+
+func (l *workList) pushFront(w *Work) {
+	w.list = l
+	w.prev = nil
+	w.next = l.head
+	if l.head != nil {
+		l.head.prev = w
+	} else {
+		l.tail = w
+	}
+	l.head = w
 	l.n++
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,8 +44,19 @@ type Workqueue struct {
 	retired   pwqStats   // counters of released pwqs (atomic)
 	fellBack  bool       // immutable after Alloc: got a lower class than asked
 
-	draining  atomic.Int32
-	destroyed atomic.Bool
+	// Armed delayed items (Destroy cancels them). timerMu is a leaf lock,
+	// taken after Work.mu.
+	timerMu        sync.Mutex
+	armed          timerList     // guarded by timerMu
+	timersClosed   bool          // guarded by timerMu: Destroy began; arming is refused
+	firing         int           // guarded by timerMu: timerFns running for q
+	timerIdle      chan struct{} // guarded by timerMu: closed when firing drops to 0
+	timerCancelled []string      // guarded by timerMu: items cancelled by closeTimers
+
+	frozen     atomic.Bool // FreezeAll: new activeLimits start frozen
+	destroying bool        // guarded by mu: Destroy began; attribute changes are refused
+	draining   atomic.Int32
+	destroyed  atomic.Bool
 	reported  atomic.Bool // ErrDestroyed reported once
 	destroyMu sync.Mutex
 
@@ -211,6 +223,7 @@ func (q *Workqueue) installTable(topo *topology.Topology) {
 		for len(q.lims) < ncpu {
 			l := &activeLimit{}
 			l.max.Store(int32(maxA))
+			l.frozen.Store(q.frozen.Load()) // a CPU hot-added while frozen
 			q.lims = append(q.lims, l)
 		}
 		online := topo.Online
@@ -247,7 +260,9 @@ func (q *Workqueue) installTable(topo *topology.Topology) {
 			idx = node
 		}
 		for len(q.lims) <= idx {
-			q.lims = append(q.lims, &activeLimit{ordered: q.ordered})
+			l := &activeLimit{ordered: q.ordered}
+			l.frozen.Store(q.frozen.Load())
+			q.lims = append(q.lims, l)
 		}
 		return q.lims[idx]
 	}
@@ -292,7 +307,7 @@ func (q *Workqueue) installTable(topo *topology.Topology) {
 // hold no items. Called without q.mu.
 func (q *Workqueue) reinstall(topo *topology.Topology) {
 	q.mu.Lock()
-	if q.destroyed.Load() {
+	if q.destroying {
 		q.mu.Unlock()
 		return
 	}
@@ -396,6 +411,10 @@ func (q *Workqueue) Queue(w *Work) bool {
 // unbound queue in that CPU's pod. Returns as Queue; a cpu that does not
 // exist returns false and reports ErrInvalidCPU. Mirrors queue_work_on().
 func (q *Workqueue) QueueOn(cpu int, w *Work) bool {
+	if q.destroyed.Load() {
+		q.reportDestroyed(w)
+		return false
+	}
 	if cpu < 0 || cpu >= len(q.table.Load().cpu) {
 		reportError("queue_work_on", w.Func(), fmt.Errorf("%w: %d", ErrInvalidCPU, cpu))
 		return false
@@ -439,7 +458,20 @@ func (q *Workqueue) queueOn(cpu int, w *Work) bool {
 // (__queue_work). It returns false, clearing PENDING, if the queue refuses
 // it (destroyed, or draining and not chained).
 func (q *Workqueue) queuePended(reqCPU int, w *Work) bool {
-	if q.draining.Load() != 0 && !q.isChained() {
+	return q.queuePendedFrom(reqCPU, w, false)
+}
+
+// queuePendedFrom is queuePended; fromTimer marks an item whose timer
+// fired, which a draining (not destroyed) queue accepts: it was queued
+// before the drain began.
+func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, fromTimer bool) bool {
+	if q.destroyed.Load() {
+		q.reportDestroyed(w)
+		w.markCancelled()
+		w.release()
+		return false
+	}
+	if q.draining.Load() != 0 && !fromTimer && !q.isChained() {
 		if q.destroyed.Load() {
 			q.reportDestroyed(w)
 		} else {
@@ -458,7 +490,10 @@ func (q *Workqueue) queuePended(reqCPU int, w *Work) bool {
 			if pq.pool.key.cpu < 0 {
 				target = -1
 			}
-			(*tr).Trace(&wqtrace.Event{Kind: wqtrace.QueueWork, TimeNs: nanotime(), CPU: sched.GetCPU(), TID: sched.Gettid(), Work: w.addr(), Function: w.Func(), Workqueue: q.name, ReqCPU: reqCPU, TargetCPU: target})
+			// A tracer that calls runtime.Goexit: the item, not yet linked,
+			// is released (idle) before the caller's goroutine ends.
+			emit(tr, &wqtrace.Event{Kind: wqtrace.QueueWork, TimeNs: nanotime(), CPU: sched.GetCPU(), TID: sched.Gettid(), Work: w.addr(), Function: w.Func(), Workqueue: q.name, ReqCPU: reqCPU, TargetCPU: target},
+				func() { w.markCancelled(); w.release() })
 		}
 		p := pq.pool
 		p.mu.Lock()
@@ -521,32 +556,17 @@ func (q *Workqueue) reportDestroyed(w *Work) {
 	}
 }
 
-// isChained reports whether the caller is a worker executing an item of q
-// (is_chained_work). Costs a gettid and a scan of q's pools' workers.
+// isChained reports whether the caller is a worker (or the rescuer)
+// executing an item of q (is_chained_work). Costs a gettid and a map
+// lookup; exact, since a worker's tid is registered only while its thread
+// lives.
 func (q *Workqueue) isChained() bool {
-	tid := sched.Gettid()
-	q.mu.Lock()
-	pwqs := append([]*pwq(nil), q.allPwqs...)
-	q.mu.Unlock()
-	for _, pq := range pwqs {
-		p := pq.pool
-		p.mu.Lock()
-		for _, wk := range p.workers {
-			if wk.tid == tid && wk.current != nil && wk.currentPwq != nil && wk.currentPwq.wq == q {
-				name := wk.name
-				p.mu.Unlock()
-				// Thread ids are reused (pid_max is 32768 here), and we
-				// have seen a recorded worker tid match an unrelated
-				// thread; the worker's thread name confirms the match.
-				return sched.OnThread(tid, name)
-			}
-		}
-		p.mu.Unlock()
+	wk := selfWorker()
+	if wk == nil {
+		return false
 	}
-	if r := q.rescuer; r != nil && r.wk.tid == tid {
-		return true
-	}
-	return false
+	pq := wk.curPwq.Load()
+	return pq != nil && pq.wq == q
 }
 
 // QueueDelayed queues dw after d (d <= 0 queues at once). It returns false
@@ -561,6 +581,10 @@ func (q *Workqueue) QueueDelayed(dw *DelayedWork, d time.Duration) bool {
 // QueueDelayedOn is QueueDelayed on CPU cpu. Mirrors
 // queue_delayed_work_on().
 func (q *Workqueue) QueueDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bool {
+	if q.destroyed.Load() {
+		q.reportDestroyed(&dw.Work)
+		return false
+	}
 	if cpu < 0 || cpu >= len(q.table.Load().cpu) {
 		reportError("queue_delayed_work_on", dw.Func(), fmt.Errorf("%w: %d", ErrInvalidCPU, cpu))
 		return false
@@ -580,13 +604,15 @@ func (q *Workqueue) queueDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bo
 	if !dw.tryPend() {
 		return false
 	}
-	dw.arm(q, cpu, d)
-	return true
+	return dw.arm(q, cpu, d)
 }
 
 // ModDelayed changes dw's delay to d, queueing it if it was idle. It
 // returns false if dw was idle (and is now queued), true if it was pending
-// (and its timer was modified). A disabled item is not queued. Mirrors
+// (and its timer was modified). A disabled item is not queued. While a
+// CancelSync or DisableSync holds dw it returns true and queues nothing
+// (the canceller wins), also from inside dw's own function. Never blocks
+// beyond the few instructions an item is in transit. Mirrors
 // mod_delayed_work().
 func (q *Workqueue) ModDelayed(dw *DelayedWork, d time.Duration) bool {
 	return q.modDelayedOn(cpuUnbound, dw, d)
@@ -594,6 +620,10 @@ func (q *Workqueue) ModDelayed(dw *DelayedWork, d time.Duration) bool {
 
 // ModDelayedOn is ModDelayed on CPU cpu. Mirrors mod_delayed_work_on().
 func (q *Workqueue) ModDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bool {
+	if q.destroyed.Load() {
+		q.reportDestroyed(&dw.Work)
+		return false
+	}
 	if cpu < 0 || cpu >= len(q.table.Load().cpu) {
 		reportError("mod_delayed_work_on", dw.Func(), fmt.Errorf("%w: %d", ErrInvalidCPU, cpu))
 		return false
@@ -610,7 +640,15 @@ func (q *Workqueue) modDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bool
 		q.reportDestroyed(&dw.Work)
 		return false
 	}
-	was := dw.grab(false)
+	r := dw.grab()
+	switch r {
+	case grabHeld:
+		return true
+	case grabSelf:
+		reportError("mod_delayed_work_on", dw.Func(), ErrDeadlock)
+		return false
+	}
+	was := r == grabPending
 	if dw.Disabled() {
 		dw.markCancelled()
 		dw.release()
@@ -726,11 +764,18 @@ func (q *Workqueue) drainLoop(ctx context.Context) error {
 }
 
 // Destroy drains the queue, including work that its items queue onto it
-// while it drains, then releases its pools and threads. Afterwards Queue
-// returns false and reports ErrDestroyed once. Calling Destroy from one of
-// the queue's own items would deadlock: it reports ErrDeadlock and returns
-// without destroying. A second Destroy waits for the first. Mirrors
-// destroy_workqueue().
+// while it drains, then releases its pools and threads. Delayed items whose
+// timer is still armed on the queue are cancelled, not waited for (the
+// kernel requires them cancelled before destroy_workqueue): they are left
+// idle, so another queue can take them, and reported to the error handler
+// as ErrDelayedPending naming them, as kthread's Destroy does. From the
+// start of Destroy, arming a delayed item on the queue is refused. After
+// Destroy returns no item of the queue is pending or running, Queue
+// returns false and reports ErrDestroyed once, and attribute writes return
+// ErrDestroyed. Calling Destroy from one of the queue's own items would
+// deadlock: it reports ErrDeadlock and returns without destroying. A second
+// Destroy waits for the first. It blocks until the queue is drained.
+// Mirrors destroy_workqueue().
 func (q *Workqueue) Destroy() {
 	if q.isChained() {
 		reportError("destroy_workqueue", q.name, ErrDeadlock)
@@ -741,7 +786,11 @@ func (q *Workqueue) Destroy() {
 	if q.destroyed.Load() {
 		return
 	}
+	q.mu.Lock()
+	q.destroying = true // no attribute change installs pwqs from now on
+	q.mu.Unlock()
 	q.draining.Add(1) // never dropped: the queue refuses new work from now on
+	cancelled := q.closeTimers()
 	for {
 		_ = q.drainLoop(context.Background())
 		// A queue call that passed the draining check just before it was
@@ -760,6 +809,10 @@ func (q *Workqueue) Destroy() {
 	q.mu.Lock()
 	pwqs := q.allPwqs
 	q.allPwqs = nil
+	for _, pq := range pwqs {
+		q.retired.addFrom(&pq.stats) // Stats stay readable after Destroy
+		pq.lim.removePwq(pq)
+	}
 	q.table.Store(&pwqTable{cpu: q.table.Load().cpu[:0:0]})
 	q.mu.Unlock()
 	seen := map[*pool]int{}
@@ -770,6 +823,10 @@ func (q *Workqueue) Destroy() {
 		for range n {
 			p.put()
 		}
+	}
+	if len(cancelled) > 0 {
+		reportError("destroy_workqueue", q.name, fmt.Errorf("%w: %s: %d armed item(s) cancelled: %s",
+			ErrDelayedPending, q.name, len(cancelled), strings.Join(cancelled, ", ")))
 	}
 }
 

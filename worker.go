@@ -1,0 +1,503 @@
+package wq
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gowq/wq/internal/sched"
+	"github.com/gowq/wq/wqtrace"
+)
+
+// worker is one OS thread serving a pool (struct worker), or a queue's
+// rescuer.
+//
+// Lifecycle (docs/HACKING.md, "The worker lifecycle"):
+//   - birth: createWorker links it to the pool as idle with a wake token and
+//     starts main on a GoLocked thread; main records the tid (setIdentity)
+//     and applies the pool's affinity and class;
+//   - identity: tid and self hold the thread id only while the worker's
+//     goroutine owns its thread, so "am I this worker?" is one gettid and a
+//     compare (onSelf). After every item the worker checks that it is still
+//     on its thread (a work function may call runtime.UnlockOSThread);
+//   - exit: every way out of main (dying, setup failure, runtime.Goexit in
+//     a work function or a callback, a lost thread) goes through main's
+//     deferred exit path, which finishes the current item exactly once,
+//     unlinks the worker, hands its scheduled items back to the pool and
+//     clears the identity under the pool lock.
+type worker struct {
+	pool   *pool // the pool it serves; immutable (nil for a rescuer)
+	id     int
+	name   string
+	tid    int // guarded by pool.mu: the thread id while the thread is ours, else 0
+	parker sched.Parker
+
+	// self is tid for lock-free onSelf checks; set and cleared with tid.
+	self atomic.Int32
+	// curPool is the pool the worker is attached to: its pool, or for a
+	// rescuer the pool it is rescuing now (nil between rescues). Written
+	// under that pool's mu; a reader holding p.mu that finds curPool == p
+	// may read the fields guarded by pool.mu below.
+	curPool atomic.Pointer[pool]
+
+	idle         bool                // guarded by pool.mu
+	dying        bool                // guarded by pool.mu
+	counted      bool                // guarded by pool.mu: counted in pool.nrRunning
+	sleeping     bool                // guarded by pool.mu: seen blocked by the CM monitor
+	cpuIntensive bool                // guarded by pool.mu
+	current      *Work               // guarded by pool.mu
+	currentPwq   *pwq                // guarded by pool.mu
+	scheduled    workList            // guarded by pool.mu: items to run next, after the current one (non-reentrance)
+	allow        []int               // owned by the worker: the pool's CPUs, for repatriation
+	curPwq       atomic.Pointer[pwq] // atomic copy of currentPwq for Queue's non-reentrance check
+	currentAt    int64               // guarded by pool.mu: ns when the current item started
+	gen          uint64              // guarded by pool.mu: items started
+	lastActive   int64               // guarded by pool.mu: ns when it last went idle
+
+	// The item in progress, for the exit path. Owned by the worker's
+	// goroutine.
+	stage    itemStage
+	starting *Work // the item between dequeue and startRun (grab's grabSelf check); read only on the worker's thread
+	runSeq   uint64
+	runColor uint8
+
+	cpuStart atomic.Int64 // written by the worker: thread CPU ns at item start, -1 when unknown
+	lastCPU  int64        // owned by the worker: its thread CPU ns at the end of its last item
+	cpuAt    int64        // owned by the CM monitor: thread CPU ns at item start or wake
+	seenAt   uint64
+	rescuer  *rescuer // non-nil for a rescuer thread
+}
+
+// itemStage is where the worker is with its current item.
+type itemStage uint8
+
+const (
+	stageNone     itemStage = iota // no item
+	stageDequeued                  // current set, PENDING not yet cleared
+	stageRunning                   // startRun done: the instance runs
+	stageEnded                     // endItem done; afterItem (pool bookkeeping) not yet
+)
+
+// workers maps the tid of every live worker thread (and rescuer) to its
+// worker, for isChained.
+var workers sync.Map // int -> *worker
+
+// selfWorker returns the worker whose thread the caller runs on, or nil.
+func selfWorker() *worker {
+	v, ok := workers.Load(sched.Gettid())
+	if !ok {
+		return nil
+	}
+	wk := v.(*worker)
+	if !wk.onSelf() {
+		return nil
+	}
+	return wk
+}
+
+// onSelf reports whether the caller runs on wk's thread. Exact: the tid is
+// recorded only while wk's goroutine owns the thread.
+func (wk *worker) onSelf() bool {
+	t := wk.self.Load()
+	return t != 0 && sched.Gettid() == int(t)
+}
+
+// setIdentity records the calling thread as wk's. For a pool worker it is
+// called with pool.mu held.
+func (wk *worker) setIdentity(tid int) {
+	wk.tid = tid
+	wk.self.Store(int32(tid))
+	workers.Store(tid, wk)
+}
+
+// clearIdentity forgets wk's thread. For a pool worker it is called with
+// pool.mu held, before the goroutine exits (the thread dies after).
+func (wk *worker) clearIdentity() {
+	if wk.tid != 0 {
+		workers.CompareAndDelete(wk.tid, wk)
+	}
+	wk.tid = 0
+	wk.self.Store(0)
+}
+
+// main is the worker thread, run by sched.GoLocked: locked to an OS thread
+// other than the main thread (LockDepth times) and never unlocked, because
+// the thread's policy, nice and affinity are changed and it must die with
+// this goroutine rather than go back to the runtime.
+func (wk *worker) main() {
+	p := wk.pool
+	clean := false
+	defer func() {
+		if !clean {
+			if r := recover(); r != nil {
+				panic(r) // a bug in gowq itself (user code is recovered): crash with it
+			}
+			// runtime.Goexit in a work function or a callback.
+			wk.exitAbnormal(fmt.Errorf("%w: %s: runtime.Goexit on the worker's thread; the worker was replaced", ErrWorkerExit, wk.name))
+		}
+		p.exited.Done()
+	}()
+	tid := sched.Gettid()
+	p.mu.Lock()
+	wk.setIdentity(tid)
+	p.mu.Unlock()
+	if err := wk.setup(p); err != nil {
+		p.mu.Lock()
+		p.removeWorker(wk)
+		wk.clearIdentity()
+		p.createFailed(err)
+		p.mu.Unlock()
+		clean = true
+		return
+	}
+	wk.lastCPU = sched.SelfCPUTime()
+	wk.loop()
+	clean = true
+}
+
+// setup names the thread and applies the pool's affinity and class. The
+// class is always set, also the normal one (SCHED_OTHER, nice 0): a new
+// thread inherits the nice and policy of whichever thread created it. If
+// the process cannot reach the normal class's nice (unprivileged and
+// already niced), the worker keeps the inherited nice; the pool records
+// it (Stats().ClassError) and reports it once. Any other failure fails
+// the creation.
+func (wk *worker) setup(p *pool) error {
+	_ = sched.SetName(wk.name)
+	p.mu.Lock()
+	cpus := p.cpus
+	p.mu.Unlock()
+	if len(cpus) > 0 {
+		if err := sched.SetAffinity(0, cpus); err != nil {
+			return err
+		}
+	}
+	c := p.key.class
+	err := sched.SetAttr(0, sched.Attr{Policy: c.policy, Priority: c.prio, Nice: c.nice})
+	if err == nil {
+		return nil
+	}
+	if c.rt() || c.nice < 0 || !errors.Is(err, sched.ErrPermission) {
+		return fmt.Errorf("%w: %w", ErrPermission, err)
+	}
+	// The normal class, refused: we may not lower the inherited nice.
+	cur, gerr := sched.GetAttr(0)
+	if gerr != nil || cur.Policy != sched.PolicyNormal || cur.Nice < c.nice {
+		return fmt.Errorf("%w: %w", ErrPermission, err)
+	}
+	p.mu.Lock()
+	first := p.classErr == nil
+	if first {
+		p.classErr = fmt.Errorf("%w: workers of %v run at the inherited nice %d, not %d: the process is niced and may not lower it (needs CAP_SYS_NICE or RLIMIT_NICE): %v",
+			ErrPermission, p, cur.Nice, c.nice, err)
+	}
+	cerr := p.classErr
+	p.mu.Unlock()
+	if first {
+		goReport(func() { reportError("create_worker", wk.name, cerr) })
+	}
+	return nil
+}
+
+// loop is worker_thread(): park until kicked, then run items while the
+// pool's concurrency management allows. It returns when the worker dies
+// (reaped or pool destroyed) or loses its thread.
+func (wk *worker) loop() {
+	p := wk.pool
+	p.mu.Lock()
+	p.createFailing = false // a worker is serving: creation works again
+	p.mu.Unlock()
+	for {
+		wk.parker.Park()
+		p.mu.Lock()
+		if wk.dying {
+			p.removeWorker(wk)
+			wk.clearIdentity()
+			p.mu.Unlock()
+			return
+		}
+		p.leaveIdle(wk)
+		if p.needMoreWorker() {
+			// Keep an idle worker around so that there is someone to wake
+			// when this one sleeps (may_start_working/manage_workers).
+			if len(p.idle) == 0 && !p.createFailing {
+				p.createWorker()
+			}
+			if p.cm {
+				wk.counted = true
+				p.nrRunning++
+			}
+			for {
+				w := p.worklist.popFront()
+				if r := w.runner.Load(); r != nil && r != wk && r.curPool.Load() == p && r.current == w {
+					// Non-reentrance: another worker of this pool (or the
+					// rescuer attached to it) runs w now; it runs w again
+					// after (move_linked_works).
+					r.scheduled.pushBack(w)
+				} else if !wk.processOne(w) {
+					return // lost its thread; retired
+				}
+				if !wk.processScheduled() {
+					return
+				}
+				if !p.keepWorking() {
+					break
+				}
+			}
+			if wk.counted {
+				wk.counted = false
+				p.nrRunning--
+			}
+		}
+		p.enterIdle(wk)
+		p.mu.Unlock()
+	}
+}
+
+// processScheduled runs the worker's scheduled list until it is empty
+// (process_scheduled_works). Called and returns with pool.mu held; false
+// as processOne.
+func (wk *worker) processScheduled() bool {
+	for !wk.scheduled.empty() {
+		if !wk.processOne(wk.scheduled.popFront()) {
+			return false
+		}
+	}
+	return true
+}
+
+// processOne runs w, taken off the worklist or the scheduled list. Called
+// and returns with pool.mu held (the worker's curPool); returns false,
+// with the lock released, when the worker lost its thread and has been
+// retired. Mirrors process_one_work.
+func (wk *worker) processOne(w *Work) bool {
+	p := wk.curPool.Load()
+	pq := w.pwq.Load()
+	w.pwq.Store(nil)
+	now := nanotime()
+	wk.current, wk.currentPwq, wk.currentAt = w, pq, now
+	wk.gen++
+	wk.cpuStart.Store(-1) // until runItem reads the clock; the CM monitor then knows it is unknown
+	wk.curPwq.Store(pq)
+	w.runner.Store(wk)
+	if wk.rescuer != nil {
+		pq.stats.rescued.Add(1)
+	} else if pq.wq.flags&CPUIntensive != 0 {
+		wk.cpuIntensive = true
+		if wk.counted {
+			wk.counted = false
+			p.nrRunning--
+		}
+	}
+	// Chain wake-ups: unbound pools are not concurrency-managed, so each
+	// pending item gets its own worker.
+	p.kick()
+	if p.busy.Add(1) == 1 && p.cm {
+		cmNotifyBusy()
+	}
+	p.progress.Store(now)
+	pq.stats.started.Add(1)
+	if qa := w.queuedAt; qa != 0 {
+		pq.stats.observeLatency(now - qa)
+	}
+	fn := w.fn
+	if p.repatriate {
+		wk.allow = p.cpus
+	}
+	// The color of this instance: a requeue while it runs recolors w.
+	wk.runColor = w.color
+	wk.stage = stageDequeued
+	wk.starting = w
+	p.mu.Unlock()
+
+	wk.runItem(w, fn, pq)
+
+	if !sched.StillOn(int(wk.self.Load())) {
+		wk.lostThread()
+		return false
+	}
+	p.mu.Lock()
+	wk.afterItem()
+	return true
+}
+
+// runItem calls fn with panics recovered (runtime.Goexit is left to main's
+// exit path). User code here: the tracer, fn.
+func (wk *worker) runItem(w *Work, fn func(), pq *pwq) {
+	// execute_start is traced before PENDING is cleared, so that a requeue's
+	// queue_work can never appear before this instance's execute_start.
+	t := tracer.Load()
+	if t != nil {
+		emit(t, &wqtrace.Event{Kind: wqtrace.ExecuteStart, TimeNs: nanotime(), CPU: sched.GetCPU(), TID: int(wk.self.Load()), Comm: wk.name, Work: w.addr(), Function: w.Func(), Workqueue: pq.wq.name}, nil)
+	}
+	wk.runSeq = w.startRun()
+	wk.starting = nil
+	wk.stage = stageRunning
+	// The thread's CPU clock was read at the end of its previous item (or
+	// when it started) and does not advance while it is parked, so no
+	// system call is needed here, on the latency path.
+	if cpuAccounting.Load() {
+		wk.cpuStart.Store(wk.lastCPU)
+	}
+	if p := wk.curPool.Load(); p.repatriate {
+		// Start inside the pod: if the scheduler left the worker outside
+		// it, move it in (narrowing migrates it at once) and let it go again.
+		if !p.podSet.Has(sched.GetCPU()) && sched.SetAffinity(0, p.pod) == nil {
+			_ = sched.SetAffinity(0, wk.allow)
+			pq.stats.repatriated.Add(1)
+		}
+	}
+	if r, stack, panicked := callFn(fn); panicked {
+		pq.stats.panics.Add(1)
+		pi := PanicInfo{Workqueue: pq.wq.name, Func: w.Func(), Value: r, Stack: stack, Worker: wk.name}
+		reportPanic(pi)
+	}
+	wk.endItem(w, pq, t)
+}
+
+// callFn calls fn and recovers a panic. A runtime.Goexit passes through.
+func callFn(fn func()) (r any, stack []byte, panicked bool) {
+	defer func() {
+		if panicked {
+			r = recover()
+			stack = stackOf()
+		}
+	}()
+	panicked = true
+	fn()
+	panicked = false
+	return
+}
+
+// endItem finishes the instance: stats, execute_end, flush waiters.
+func (wk *worker) endItem(w *Work, pq *pwq, t *wqtrace.Tracer) {
+	// Counted before flush waiters are released, so that they see it.
+	end := nanotime()
+	pq.stats.exec.observe(end - wk.currentAt)
+	if c0 := wk.cpuStart.Load(); c0 >= 0 {
+		wk.lastCPU = sched.SelfCPUTime()
+		pq.stats.cpuTimeNs.Add(wk.lastCPU - c0)
+	}
+	pq.stats.completed.Add(1)
+	// The instance is done for the exit path before user code runs again.
+	wk.stage = stageEnded
+	w.finishRun(wk, wk.runSeq)
+	if t != nil {
+		emit(t, &wqtrace.Event{Kind: wqtrace.ExecuteEnd, TimeNs: nanotime(), CPU: sched.GetCPU(), TID: int(wk.self.Load()), Comm: wk.name, Work: w.addr(), Function: w.Func()}, nil)
+	}
+}
+
+// afterItem is the pool's bookkeeping after an item. Called with the
+// lock of wk's curPool held.
+func (wk *worker) afterItem() {
+	p := wk.curPool.Load()
+	pq := wk.currentPwq
+	wk.stage = stageNone
+	p.busy.Add(-1)
+	p.progress.Store(nanotime())
+	wk.current, wk.currentPwq = nil, nil
+	wk.curPwq.Store(nil)
+	wk.sleeping, wk.cpuIntensive = false, false
+	if p.cm && !wk.counted && wk.rescuer == nil {
+		wk.counted = true
+		p.nrRunning++
+	}
+	if pq.complete(wk.runColor) {
+		p.mu.Unlock()
+		pq.lim.scan(pq)
+		p.mu.Lock()
+	}
+}
+
+// finishCurrent completes whatever item the worker holds, from any stage,
+// for the exit path. Called with the curPool's lock held.
+func (wk *worker) finishCurrent() {
+	p := wk.curPool.Load()
+	w := wk.current
+	switch wk.stage {
+	case stageNone:
+		return
+	case stageDequeued:
+		// The instance never started (runtime.Goexit in the tracer's
+		// execute_start): it is still pending; put it back at the head of
+		// the worklist with its color.
+		wk.starting = nil
+		pq := wk.currentPwq
+		w.runner.CompareAndSwap(wk, nil)
+		w.pwq.Store(pq)
+		p.worklist.pushFront(w)
+		wk.stage = stageNone
+		p.busy.Add(-1)
+		wk.current, wk.currentPwq = nil, nil
+		wk.curPwq.Store(nil)
+		return
+	case stageRunning:
+		pq := wk.currentPwq
+		pq.stats.completed.Add(1)
+		wk.stage = stageEnded
+		p.mu.Unlock()
+		w.finishRun(wk, wk.runSeq)
+		p.mu.Lock()
+	}
+	wk.afterItem()
+}
+
+// exitAbnormal is the exit path of a worker whose goroutine is ending
+// inside an item or a callback (runtime.Goexit): it finishes the item,
+// retires the worker, lets the pool replace it, and reports err. Runs in
+// main's deferred function, on the worker's goroutine, with no gowq lock
+// held.
+func (wk *worker) exitAbnormal(err error) {
+	wk.retire()
+	goReport(func() { reportError("process_one_work", wk.name, err) })
+}
+
+// retire finishes the current item, unlinks the worker (a rescuer
+// detaches), hands its scheduled items back to the pool, which gets a
+// replacement worker if it needs one, and clears the worker's identity. A
+// rescuer is restarted on a new thread. Called with no lock held.
+func (wk *worker) retire() {
+	if p := wk.curPool.Load(); p != nil {
+		p.mu.Lock()
+		wk.finishCurrent()
+		if wk.counted {
+			wk.counted = false
+			p.nrRunning--
+		}
+		if wk.rescuer == nil {
+			p.removeWorker(wk)
+		} else {
+			wk.curPool.Store(nil)
+		}
+		for !wk.scheduled.empty() {
+			p.worklist.pushBack(wk.scheduled.popFront())
+		}
+		wk.clearIdentity()
+		if !p.dead {
+			p.kick()
+		}
+		p.mu.Unlock()
+	} else {
+		wk.clearIdentity()
+	}
+	if r := wk.rescuer; r != nil {
+		r.replace(wk)
+	}
+}
+
+// lostThread handles a worker whose goroutine is no longer on its thread
+// after an item (the work function called runtime.UnlockOSThread
+// LockDepth times and the scheduler moved it): the old thread, with the
+// pool's name, affinity and class, is now the Go runtime's. It gives that
+// thread the process's attributes back, retires the worker (the goroutine
+// then ends on whatever thread it is on) and reports. The instance has
+// ended; the pool lock is not held.
+func (wk *worker) lostThread() {
+	old := int(wk.self.Load())
+	rerr := sched.ResetThread(old)
+	wk.retire()
+	err := fmt.Errorf("%w: %s: a work function unlocked the worker's goroutine from its thread (runtime.UnlockOSThread); thread %d was reset to the process's attributes (err: %v) and the worker replaced",
+		ErrWorkerExit, wk.name, old, rerr)
+	goReport(func() { reportError("process_one_work", wk.name, err) })
+}
