@@ -76,11 +76,11 @@ type pool struct {
 	// Worker creation failures (thread limits, attributes the kernel
 	// refuses). While createFailing, the pool retries at the mayday
 	// cadence instead of on every kick, and summons rescuers.
-	createFailing bool      // guarded by mu: the last creation failed; cleared by a worker that starts serving
-	createErr     error     // guarded by mu: last worker creation error
-	createErrs    int64     // guarded by mu: creation failures since the pool was made
-	createRepAt   int64     // guarded by mu: ns of the last reported failure (rate limit)
-	classErr      error     // guarded by mu: the class could not be applied exactly (kept the inherited nice); reported once
+	createFailing bool  // guarded by mu: the last creation failed; cleared by a worker that starts serving
+	createErr     error // guarded by mu: last worker creation error
+	createErrs    int64 // guarded by mu: creation failures since the pool was made
+	createRepAt   int64 // guarded by mu: ns of the last reported failure (rate limit)
+	classErr      error // guarded by mu: the class could not be applied exactly (kept the inherited nice); reported once
 
 	refs     int // guarded by poolRegistry.mu
 	exited   sync.WaitGroup

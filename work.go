@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
-
 )
 
 // Work is a work item: a function to run later on a worker thread. It is

@@ -57,8 +57,8 @@ type Workqueue struct {
 	destroying bool        // guarded by mu: Destroy began; attribute changes are refused
 	draining   atomic.Int32
 	destroyed  atomic.Bool
-	reported  atomic.Bool // ErrDestroyed reported once
-	destroyMu sync.Mutex
+	reported   atomic.Bool // ErrDestroyed reported once
+	destroyMu  sync.Mutex
 
 	flushMu        sync.Mutex    // serialises flushers
 	flushLeft      atomic.Int32  // pwqs the current flush still waits for
