@@ -97,3 +97,6 @@ func (q *Workqueue) NumPwqs() int {
 	defer q.mu.Unlock()
 	return len(q.allPwqs)
 }
+
+// Held reports whether a CancelSync or DisableSync holds w.
+func Held(w *Work) bool { return w.state.Load()&stCanceling != 0 }

@@ -31,6 +31,16 @@ type QueueStats struct {
 	// Fallback is true when the queue asked for a class the process may
 	// not use and got a lower one (AllowRTFallback).
 	Fallback bool
+	// CreateErrors counts failed worker creations in the queue's pools
+	// (thread limits, attributes the kernel refused); CreateError is the
+	// latest, "" when none. While creation fails, pools retry every 100 ms
+	// and summon the rescuer of MemReclaim queues.
+	CreateErrors int64
+	CreateError  string
+	// ClassError is set when the queue's workers could not be given their
+	// class exactly (an unprivileged, niced process keeps its nice for the
+	// normal class); "" when they were.
+	ClassError string
 }
 
 // Stats returns a snapshot of q's counters. It never blocks for long and
@@ -43,6 +53,23 @@ func (q *Workqueue) Stats() QueueStats {
 	pwqs := q.allPwqs
 	pol := q.attrs.policy
 	s := QueueStats{Name: q.name, Flags: q.flags, Policy: pol, Fallback: q.fellBack}
+	seen := map[*pool]bool{}
+	for _, pq := range pwqs {
+		p := pq.pool
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		p.mu.Lock()
+		s.CreateErrors += p.createErrs
+		if p.createErr != nil {
+			s.CreateError = p.createErr.Error()
+		}
+		if p.classErr != nil && s.ClassError == "" {
+			s.ClassError = p.classErr.Error()
+		}
+		p.mu.Unlock()
+	}
 	all := make([]*pwqStats, 0, len(pwqs)+1)
 	all = append(all, &q.retired)
 	for _, pq := range pwqs {

@@ -35,6 +35,9 @@ type worker struct {
 
 	// self is tid for lock-free onSelf checks; set and cleared with tid.
 	self atomic.Int32
+	// claim is the thread's claim (sched.Claim), for ResetThreadIf. Owned
+	// by the worker's goroutine.
+	claim uint64
 	// curPool is the pool the worker is attached to: its pool, or for a
 	// rescuer the pool it is rescuing now (nil between rescues). Written
 	// under that pool's mu; a reader holding p.mu that finds curPool == p
@@ -106,6 +109,7 @@ func (wk *worker) onSelf() bool {
 // setIdentity records the calling thread as wk's. For a pool worker it is
 // called with pool.mu held.
 func (wk *worker) setIdentity(tid int) {
+	wk.claim = sched.Claim()
 	wk.tid = tid
 	wk.self.Store(int32(tid))
 	workers.Store(tid, wk)
@@ -135,6 +139,12 @@ func (wk *worker) main() {
 			}
 			// runtime.Goexit in a work function or a callback.
 			wk.exitAbnormal(fmt.Errorf("%w: %s: runtime.Goexit on the worker's thread; the worker was replaced", ErrWorkerExit, wk.name))
+		}
+		// If a work function unlocked the goroutine (LockDepth times), the
+		// thread goes back to the runtime when it returns: give it the
+		// process's attributes first. Locked, it dies and this is moot.
+		if tid := sched.Gettid(); sched.Claim() == wk.claim {
+			_, _ = sched.ResetThreadIf(tid, wk.claim)
 		}
 		p.exited.Done()
 	}()
@@ -273,6 +283,16 @@ func (wk *worker) processScheduled() bool {
 // retired. Mirrors process_one_work.
 func (wk *worker) processOne(w *Work) bool {
 	p := wk.curPool.Load()
+	if !sched.StillOn(int(wk.self.Load())) {
+		// A work function unlocked the goroutine from its thread
+		// (runtime.UnlockOSThread, LockDepth times) and it has moved since
+		// (in that function or waiting for this lock): do not run w on a
+		// thread without the pool's attributes. w goes back first in line.
+		p.worklist.pushFront(w)
+		p.mu.Unlock()
+		wk.lostThread()
+		return false
+	}
 	pq := w.pwq.Load()
 	w.pwq.Store(nil)
 	now := nanotime()
@@ -313,10 +333,6 @@ func (wk *worker) processOne(w *Work) bool {
 
 	wk.runItem(w, fn, pq)
 
-	if !sched.StillOn(int(wk.self.Load())) {
-		wk.lostThread()
-		return false
-	}
 	p.mu.Lock()
 	wk.afterItem()
 	return true
@@ -487,15 +503,15 @@ func (wk *worker) retire() {
 }
 
 // lostThread handles a worker whose goroutine is no longer on its thread
-// after an item (the work function called runtime.UnlockOSThread
-// LockDepth times and the scheduler moved it): the old thread, with the
-// pool's name, affinity and class, is now the Go runtime's. It gives that
-// thread the process's attributes back, retires the worker (the goroutine
-// then ends on whatever thread it is on) and reports. The instance has
-// ended; the pool lock is not held.
+// (a work function called runtime.UnlockOSThread LockDepth times and the
+// scheduler moved it): the old thread, with the pool's name, affinity and
+// class, is now the Go runtime's. It gives that thread the process's
+// attributes back, retires the worker (the goroutine then ends on whatever
+// thread it is on) and reports. No item is in progress; the pool lock is
+// not held.
 func (wk *worker) lostThread() {
 	old := int(wk.self.Load())
-	rerr := sched.ResetThread(old)
+	_, rerr := sched.ResetThreadIf(old, wk.claim)
 	wk.retire()
 	err := fmt.Errorf("%w: %s: a work function unlocked the worker's goroutine from its thread (runtime.UnlockOSThread); thread %d was reset to the process's attributes (err: %v) and the worker replaced",
 		ErrWorkerExit, wk.name, old, rerr)

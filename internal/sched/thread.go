@@ -42,10 +42,66 @@ func lockedStart(fn func(), started chan<- struct{}) {
 	for i := 1; i < LockDepth; i++ {
 		runtime.LockOSThread()
 	}
+	tid := unix.Gettid()
+	g := claim(tid)
+	defer unclaim(tid, g)
 	if started != nil {
 		close(started)
 	}
 	fn()
+}
+
+// claims records which GoLocked goroutine owns each thread: a claim is
+// made on the thread before fn runs (before it changes any attribute), so
+// that ResetThreadIf never resets a thread that a newer GoLocked
+// goroutine has taken.
+var claims struct {
+	mu   sync.Mutex
+	m    map[int]uint64 // tid -> claim
+	next uint64
+}
+
+func claim(tid int) uint64 {
+	claims.mu.Lock()
+	defer claims.mu.Unlock()
+	if claims.m == nil {
+		claims.m = make(map[int]uint64)
+	}
+	claims.next++
+	claims.m[tid] = claims.next
+	return claims.next
+}
+
+func unclaim(tid int, g uint64) {
+	claims.mu.Lock()
+	if claims.m[tid] == g {
+		delete(claims.m, tid)
+	}
+	claims.mu.Unlock()
+}
+
+// Claim returns the claim of the calling thread made by GoLocked (0 if
+// none). A goroutine started by GoLocked reads it first thing, to name its
+// thread later in ResetThreadIf.
+func Claim() uint64 {
+	claims.mu.Lock()
+	defer claims.mu.Unlock()
+	return claims.m[unix.Gettid()]
+}
+
+// ResetThreadIf is ResetThread for a thread that a GoLocked goroutine
+// left (it was unlocked and moved): it resets thread tid only while claim
+// g is still its claim, that is, no newer GoLocked goroutine has taken the
+// thread (and may have set attributes of its own). It reports whether it
+// reset.
+func ResetThreadIf(tid int, g uint64) (bool, error) {
+	claims.mu.Lock()
+	defer claims.mu.Unlock()
+	if g == 0 || claims.m[tid] != g {
+		return false, nil
+	}
+	delete(claims.m, tid)
+	return true, ResetThread(tid)
 }
 
 // LockDepth is how many times GoLocked locks its goroutine to its thread
