@@ -52,7 +52,27 @@
 //   - Allocation-free queueing: Queue, QueueOn and requeueing an idle item
 //     make no allocation.
 //   - Threads whose attributes were changed never return to the Go runtime:
-//     their goroutines exit while still locked.
+//     their goroutines exit while still locked (locked 64 deep, so a stray
+//     runtime.UnlockOSThread in a work function cannot release them; a
+//     worker whose goroutine was moved off its thread anyway is retired and
+//     the thread reset to the process's attributes, reported as
+//     ErrWorkerExit).
+//   - Every wait returns: no call on an item waits for a thread that waits
+//     for the caller. While CancelSync or DisableSync waits for a running
+//     instance it holds the item: Queue returns false, ModDelayed returns
+//     true without queueing, Cancel returns false, also from inside the
+//     item. Self-waits return ErrDeadlock.
+//   - Destroy leaves nothing pending: it drains queued work and cancels
+//     delayed items still armed on the queue (reported as
+//     ErrDelayedPending; they are idle and can be queued elsewhere).
+//   - Callbacks cannot break a worker: a panic in the tracer, panic handler
+//     or lockup hook is recovered; runtime.Goexit in a work function or a
+//     callback retires the worker through one exit path that finishes its
+//     item and starts a replacement.
+//   - Worker creation that fails (thread limits, attributes the kernel
+//     refuses) strands nothing: pools retry every 100 ms, MemReclaim queues'
+//     rescuers run the work, and the failure shows in Stats and the error
+//     handler (rate-limited).
 //
 // The kernel function each call mirrors is named in its doc comment;
 // docs/kernel-api.md has the whole mapping.
