@@ -100,3 +100,11 @@ func (q *Workqueue) NumPwqs() int {
 
 // Held reports whether a CancelSync or DisableSync holds w.
 func Held(w *Work) bool { return w.state.Load()&stCanceling != 0 }
+
+// ResetExitReports clears the worker-exit report rate limit (tests that
+// count ErrWorkerExit reports).
+func ResetExitReports() {
+	exitReports.mu.Lock()
+	exitReports.at, exitReports.missed = 0, 0
+	exitReports.mu.Unlock()
+}

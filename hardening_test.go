@@ -412,6 +412,7 @@ func TestRescuerPaths(t *testing.T) {
 func TestUnlockOSThreadInWorkFunction(t *testing.T) {
 	for _, n := range []int{1, 3, sched.LockDepth + 2} {
 		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			wq.ResetExitReports()
 			errs := captureErrors(t)
 			flags := wq.PerCPU
 			if isRoot() {
@@ -453,7 +454,7 @@ func TestUnlockOSThreadInWorkFunction(t *testing.T) {
 				// attributes back.
 				// (A new worker may have taken the thread since: then it has
 				// that worker's attributes, rightly.)
-				if _, err := os.Stat("/proc/self/task/" + strconv.Itoa(tid1)); err == nil && isRoot() && !slices.Contains(q.WorkerTIDs(0), tid1) {
+				if _, err := os.Stat("/proc/self/task/" + strconv.Itoa(tid1)); err == nil && isRoot() && !slices.Contains(q.WorkerTIDs(0), tid1) && !sched.Claimed(tid1) {
 					a, _ := sched.GetAttr(tid1)
 					cpus, _ := sched.Affinity(tid1)
 					proc, _ := sched.Affinity(os.Getpid())
@@ -562,6 +563,10 @@ func TestCallbackGoexitAndPanic(t *testing.T) {
 				w2 := wq.NewWork(func() {})
 				q.Queue(w2)
 				mustReturn(t, "Flush after", func() { w2.Flush() })
+				// Counters stay exact: each start counted once.
+				if s := q.Stats(); s.Total != int64(want)+1 || s.Infl != 0 {
+					t.Errorf("Stats: total %d infl %d, want total %d infl 0", s.Total, s.Infl, want+1)
+				}
 				mustReturn(t, "Destroy", q.Destroy)
 			})
 		}
@@ -654,6 +659,9 @@ func TestDestroyRacingAttributeChanges(t *testing.T) {
 		wg.Wait()
 		if err := q.SetAffinityStrict(true); !errors.Is(err, wq.ErrDestroyed) {
 			t.Fatalf("attribute write after Destroy: %v, want ErrDestroyed", err)
+		}
+		if err := q.SetMaxActive(2); !errors.Is(err, wq.ErrDestroyed) {
+			t.Fatalf("SetMaxActive after Destroy: %v, want ErrDestroyed", err)
 		}
 		if n := q.NumPwqs(); n != 0 {
 			t.Fatalf("%d pwqs installed after Destroy", n)

@@ -440,6 +440,7 @@ func (wk *worker) finishCurrent() {
 		// the worklist with its color.
 		wk.starting = nil
 		pq := wk.currentPwq
+		pq.stats.started.Add(-1) // counted at dequeue; it starts again later
 		w.runner.CompareAndSwap(wk, nil)
 		w.pwq.Store(pq)
 		p.worklist.pushFront(w)
@@ -466,7 +467,32 @@ func (wk *worker) finishCurrent() {
 // held.
 func (wk *worker) exitAbnormal(err error) {
 	wk.retire()
-	goReport(func() { reportError("process_one_work", wk.name, err) })
+	reportWorkerExit(wk.name, err)
+}
+
+// Worker-exit reports are rate-limited process-wide: a callback that ends
+// every worker would otherwise report thousands of times a second.
+var exitReports struct {
+	mu     sync.Mutex
+	at     int64 // ns of the last report
+	missed int   // exits not reported since
+}
+
+func reportWorkerExit(name string, err error) {
+	er := &exitReports
+	er.mu.Lock()
+	now := nanotime()
+	if er.at != 0 && now-er.at < int64(createReportEvery) {
+		er.missed++
+		er.mu.Unlock()
+		return
+	}
+	if er.missed > 0 {
+		err = fmt.Errorf("%w (and %d more worker exits not reported in the last %v)", err, er.missed, createReportEvery)
+	}
+	er.at, er.missed = now, 0
+	er.mu.Unlock()
+	goReport(func() { reportError("process_one_work", name, err) })
 }
 
 // retire finishes the current item, unlinks the worker (a rescuer
@@ -515,5 +541,5 @@ func (wk *worker) lostThread() {
 	wk.retire()
 	err := fmt.Errorf("%w: %s: a work function unlocked the worker's goroutine from its thread (runtime.UnlockOSThread); thread %d was reset to the process's attributes (err: %v) and the worker replaced",
 		ErrWorkerExit, wk.name, old, rerr)
-	goReport(func() { reportError("process_one_work", wk.name, err) })
+	reportWorkerExit(wk.name, err)
 }

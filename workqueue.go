@@ -871,6 +871,10 @@ func (q *Workqueue) SetMaxActive(n int) error {
 		return fmt.Errorf("workqueue_set_max_active(%q, %d): %w: ordered queues have max_active 1", q.name, n, ErrInvalidArgument)
 	}
 	q.mu.Lock()
+	if q.destroying {
+		q.mu.Unlock()
+		return fmt.Errorf("workqueue_set_max_active(%q): %w", q.name, ErrDestroyed)
+	}
 	q.maxActive.Store(int32(n))
 	q.setNodeMax(currentTopology())
 	lims := append([]*activeLimit(nil), q.lims...)

@@ -226,3 +226,10 @@ func ReserveP(n int) {
 	}
 	runtime.GOMAXPROCS(r.base + r.extra)
 }
+
+// Claimed reports whether a GoLocked goroutine owns thread tid now.
+func Claimed(tid int) bool {
+	claims.mu.Lock()
+	defer claims.mu.Unlock()
+	return claims.m[tid] != 0
+}
