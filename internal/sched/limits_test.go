@@ -1,8 +1,6 @@
 package sched
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -332,13 +330,12 @@ func TestThreadLimitsRealCgroup(t *testing.T) {
 		return string(out)
 	}
 	t.Run("pids.max", func(t *testing.T) {
-		dir := testPidsCgroup(t)
-		if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte("500"), 0); err != nil {
+		dir, _ := testutil.NewCgroup(t, "pids")
+		if err := testutil.WriteCgroup(dir, "pids.max", "500"); err != nil {
 			t.Fatal(err)
 		}
-		// The shell moves itself into the cgroup, then runs the test
-		// binary there.
-		cmd := exec.Command("sh", "-c", `echo $$ > "$1/cgroup.procs" && exec "$2" -test.run='^TestThreadLimitsRealCgroup$'`, "sh", dir, self)
+		cmd := exec.Command(self, "-test.run=^TestThreadLimitsRealCgroup$")
+		testutil.StartInCgroup(cmd, dir)
 		out := run(t, cmd)
 		if !strings.Contains(out, `"pids.max" 500 `) {
 			t.Errorf("child in %s did not report pids.max 500 as its tightest limit:\n%s", dir, out)
@@ -368,60 +365,4 @@ func TestThreadLimitsRealCgroup(t *testing.T) {
 			t.Errorf("root child reported RLIMIT_NPROC, which the kernel ignores for root:\n%s", out)
 		}
 	})
-}
-
-// testPidsCgroup creates a pids cgroup (v1 controller or v2 with pids
-// enabled below the root) for the test and removes it afterwards; it skips
-// when there is none.
-func testPidsCgroup(t *testing.T) string {
-	t.Helper()
-	base, err := pidsHierarchy()
-	if err != nil {
-		t.Skipf("no usable pids cgroup controller: %v", err)
-	}
-	dir := filepath.Join(base, fmt.Sprintf("gowq-test-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "_")))
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Skipf("cannot create a pids cgroup: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := os.Remove(dir); err != nil {
-			t.Errorf("removing %s: %v", dir, err)
-		}
-	})
-	return dir
-}
-
-// pidsHierarchy returns the directory to create test pids cgroups in.
-func pidsHierarchy() (string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	var v2 string
-	for sc.Scan() {
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		if !ok {
-			continue
-		}
-		pf, qf := strings.Fields(pre), strings.Fields(post)
-		if len(pf) < 5 || len(qf) < 3 {
-			continue
-		}
-		switch {
-		case qf[0] == "cgroup" && strings.Contains(","+qf[2]+",", ",pids,"):
-			return pf[4], nil
-		case qf[0] == "cgroup2" && v2 == "":
-			v2 = pf[4]
-		}
-	}
-	if v2 != "" {
-		b, _ := os.ReadFile(filepath.Join(v2, "cgroup.subtree_control"))
-		if strings.Contains(" "+string(b)+" ", " pids") {
-			return v2, nil
-		}
-		return "", errors.New("cgroup v2 without pids in the root's cgroup.subtree_control")
-	}
-	return "", errors.New("no pids controller mounted")
 }
