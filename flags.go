@@ -128,4 +128,13 @@ var (
 	// callback (runtime.Goexit, runtime.UnlockOSThread); the worker was
 	// retired and replaced, and its item finished.
 	ErrWorkerExit = errors.New("wq: worker thread lost")
+	// ErrThreadLimit: creating one more thread would come within
+	// sched.ThreadMargin (8) threads of a limit on the process's threads
+	// (a pids cgroup's pids.max, RLIMIT_NPROC, kernel.threads-max or
+	// kernel.pid_max). The Go runtime aborts the whole process when it
+	// cannot create a thread, so gowq stops short: a worker creation fails
+	// with this error (reported through the error handler), and an
+	// attribute write that needs a probe thread is refused with it. The
+	// text names the limit and how to raise it.
+	ErrThreadLimit = errors.New("wq: thread limit reached")
 )
