@@ -86,6 +86,7 @@ func (dw *DelayedWork) stopTimerOn(q *Workqueue) bool {
 	}
 	aq.armed.remove(dw)
 	dw.armedOn = nil
+	aq.wakeTimerWaiterLocked()
 	return true
 }
 
@@ -105,6 +106,9 @@ func (dw *DelayedWork) timerFn() {
 	q.firing++
 	q.timerMu.Unlock()
 	dw.mu.Unlock()
+	// Deferred, so that a tracer that calls runtime.Goexit on this
+	// goroutine (queue_work is traced here) cannot leave Destroy waiting.
+	defer q.timerDone()
 	if closed {
 		// Destroy began after the timer was armed: the item is cancelled
 		// and reported with the other armed items.
@@ -112,13 +116,24 @@ func (dw *DelayedWork) timerFn() {
 	} else {
 		q.queuePendedFrom(int(dw.cpu.Load()), &dw.Work, true)
 	}
+}
+
+// timerDone ends a timerFn: when no timer of q is armed or firing, a
+// waiting closeTimers is released.
+func (q *Workqueue) timerDone() {
 	q.timerMu.Lock()
 	q.firing--
-	if q.firing == 0 && q.timerIdle != nil {
+	q.wakeTimerWaiterLocked()
+	q.timerMu.Unlock()
+}
+
+// wakeTimerWaiterLocked releases closeTimers once nothing is armed or
+// firing. Called with timerMu held.
+func (q *Workqueue) wakeTimerWaiterLocked() {
+	if q.firing == 0 && q.armed.head == nil && q.timerIdle != nil {
 		close(q.timerIdle)
 		q.timerIdle = nil
 	}
-	q.timerMu.Unlock()
 }
 
 // arm queues the pending item after d on q (cpu may be cpuUnbound).
@@ -170,8 +185,10 @@ func (dw *DelayedWork) FlushContext(ctx context.Context) (bool, error) {
 }
 
 // closeTimers stops arming on q (Destroy), cancels every item armed on it
-// and waits for timers that are firing. It returns the names of the items
-// it cancelled, which are then idle. Called without locks.
+// and waits until no timer of q is armed or firing: a timer that fired
+// but whose timerFn has not run yet stays on the armed list until it has
+// (and, finding the timers closed, cancels its item). It returns the names
+// of the items cancelled, which are then idle. Called without locks.
 func (q *Workqueue) closeTimers() []string {
 	q.timerMu.Lock()
 	q.timersClosed = true
@@ -186,7 +203,7 @@ func (q *Workqueue) closeTimers() []string {
 		}
 	}
 	q.timerMu.Lock()
-	for q.firing > 0 {
+	for q.firing > 0 || q.armed.head != nil {
 		ch := make(chan struct{})
 		q.timerIdle = ch
 		q.timerMu.Unlock()

@@ -80,7 +80,12 @@ func reportError(op, fn string, err error) {
 
 // SetTracer installs t to receive the four workqueue events (queue_work,
 // activate_work, execute_start, execute_end) synchronously on the thread
-// where they happen; nil removes it. With no tracer the cost on the queue
+// where they happen; nil removes it. Like a kernel tracepoint handler, t
+// runs in the middle of gowq's bookkeeping: activate_work is delivered
+// with the pool lock held, so from that event t must not queue, cancel or
+// flush work (it would deadlock); Stats is safe from any event. A panic in
+// t is recovered and logged; runtime.Goexit in t leaves every item in a
+// consistent state (an item being queued stays idle). With no tracer the cost on the queue
 // path is one atomic load and a well-predicted branch. Safe from any
 // goroutine.
 func SetTracer(t wqtrace.Tracer) {

@@ -81,6 +81,11 @@ type pool struct {
 	createErrs    int64 // guarded by mu: creation failures since the pool was made
 	createRepAt   int64 // guarded by mu: ns of the last reported failure (rate limit)
 	classErr      error // guarded by mu: the class could not be applied exactly (kept the inherited nice); reported once
+	// Lock-free copies for Stats, which may be called from a tracer while
+	// a pool lock is held.
+	createErrN   atomic.Int64
+	createErrMsg atomic.Pointer[string]
+	classErrMsg  atomic.Pointer[string]
 
 	refs     int // guarded by poolRegistry.mu
 	exited   sync.WaitGroup
@@ -293,6 +298,9 @@ func (p *pool) createFailed(err error) {
 	p.createFailing = true
 	p.createErr = err
 	p.createErrs++
+	p.createErrN.Store(p.createErrs)
+	msg := err.Error()
+	p.createErrMsg.Store(&msg)
 	now := nanotime()
 	if p.createErrs == 1 || now-p.createRepAt >= int64(createReportEvery) {
 		p.createRepAt = now
@@ -404,13 +412,15 @@ const (
 // a mayday to the rescuer of every queue with items on the worklist. It
 // re-arms itself until no worker is needed. Mirrors pool_mayday_timeout.
 func (p *pool) maydayTimeout() {
+	var wake []*worker
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.dead || !p.maydayArmed {
+		p.mu.Unlock()
 		return
 	}
 	if !p.needToCreate() {
 		p.maydayArmed = false
+		p.mu.Unlock()
 		return
 	}
 	p.createWorker()
@@ -424,11 +434,19 @@ func (p *pool) maydayTimeout() {
 			seen[pq] = true
 			if r := pq.wq.rescuer; r != nil {
 				pq.stats.mayday.Add(1)
-				r.sendMayday(pq)
+				if wk := r.mayday(pq); wk != nil {
+					wake = append(wake, wk)
+				}
 			}
 		}
 	}
 	p.maydayTimer.Reset(maydayInterval)
+	p.mu.Unlock()
+	// Rescuers are woken after the pool lock is free: an RT rescuer woken
+	// inside would preempt us and block on the lock (see poolMutex).
+	for _, wk := range wake {
+		wk.parker.Unpark()
+	}
 }
 
 // workerInfo is a snapshot of one worker for dumps.

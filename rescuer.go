@@ -17,7 +17,7 @@ type rescuer struct {
 	wq *Workqueue
 
 	mu      sync.Mutex
-	mayday  []*pwq  // guarded by mu
+	pending []*pwq  // guarded by mu: pwqs that sent a mayday
 	stopped bool    // guarded by mu
 	wk      *worker // guarded by mu: the worker identity of the current thread, nil before the first mayday
 	threads sync.WaitGroup
@@ -32,30 +32,36 @@ func trimName(s string) string {
 	return s
 }
 
-// sendMayday asks the rescuer to rescue pq (send_mayday). May be called
-// with pq's pool lock held.
+// sendMayday asks the rescuer to rescue pq (send_mayday) and wakes it.
 func (r *rescuer) sendMayday(pq *pwq) {
+	if wk := r.mayday(pq); wk != nil {
+		wk.parker.Unpark()
+	}
+}
+
+// mayday queues pq for the rescuer, starting its thread if needed, and
+// returns the rescuer worker to wake (nil when stopped). May be called with
+// pq's pool lock held; the caller wakes the rescuer after unlocking.
+func (r *rescuer) mayday(pq *pwq) *worker {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.stopped {
-		r.mu.Unlock()
-		return
+		return nil
 	}
 	dup := false
-	for _, x := range r.mayday {
+	for _, x := range r.pending {
 		if x == pq {
 			dup = true
 			break
 		}
 	}
 	if !dup {
-		r.mayday = append(r.mayday, pq)
+		r.pending = append(r.pending, pq)
 	}
 	if r.wk == nil {
 		r.startLocked()
 	}
-	wk := r.wk
-	r.mu.Unlock()
-	wk.parker.Unpark()
+	return r.wk
 }
 
 // startLocked starts a rescuer thread with a fresh worker identity.
@@ -78,7 +84,7 @@ func (r *rescuer) replace(wk *worker) {
 		return
 	}
 	r.wk = nil
-	if !r.stopped && len(r.mayday) > 0 {
+	if !r.stopped && len(r.pending) > 0 {
 		r.startLocked()
 	}
 }
@@ -88,7 +94,7 @@ func (r *rescuer) replace(wk *worker) {
 func (r *rescuer) stop() {
 	r.mu.Lock()
 	r.stopped = true
-	r.mayday = nil
+	r.pending = nil
 	wk := r.wk
 	r.mu.Unlock()
 	if wk != nil {
@@ -118,7 +124,7 @@ func (r *rescuer) main(wk *worker) {
 		wk.parker.Park()
 		for {
 			r.mu.Lock()
-			if r.stopped || len(r.mayday) == 0 {
+			if r.stopped || len(r.pending) == 0 {
 				stopped := r.stopped
 				r.mu.Unlock()
 				if stopped {
@@ -128,8 +134,8 @@ func (r *rescuer) main(wk *worker) {
 				}
 				break
 			}
-			pq := r.mayday[0]
-			r.mayday = r.mayday[1:]
+			pq := r.pending[0]
+			r.pending = r.pending[1:]
 			r.mu.Unlock()
 			if !r.rescue(wk, pq) {
 				clean = true // retired and replaced in lostThread

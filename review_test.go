@@ -1,10 +1,9 @@
 package wq_test
 
-// Concurrency review of a48d64e..HEAD: each test proves one finding and
-// fails (or hangs, caught by mustReturn/waitFor) on the reviewed code.
+// Regression tests from the concurrency review of the hardening change:
+// each failed (or hung, caught by mustReturn/waitFor) before its fix.
 
 import (
-	"fmt"
 	"regexp"
 	"strconv"
 	"sync"
@@ -19,9 +18,8 @@ import (
 func reviewTimerTarget()    {}
 func reviewActivateTarget() {}
 func reviewSelfCancelFn()   {}
-func reviewStartTarget()    {}
 
-// BUG (delayed.go timerFn): timerFn increments q.firing and then calls
+// Fixed (delayed.go timerFn): timerFn increments q.firing and then calls
 // queuePendedFrom, which emits queue_work to the tracer with no defer
 // around the firing count. A tracer that calls runtime.Goexit on the
 // timer's goroutine leaves q.firing > 0 forever, and Destroy
@@ -45,7 +43,7 @@ func TestReviewGoexitInTimerQueueWorkHangsDestroy(t *testing.T) {
 	mustReturn(t, "Destroy after a Goexit in the timer's queue_work", q.Destroy)
 }
 
-// BUG (work.go grab -> pwq.unlink -> afterSlotFreed -> activate): a grab
+// Fixed (work.go grab -> pwq.unlink -> afterSlotFreed -> activate): a grab
 // that unlinks an active item frees a max_active slot and activates an
 // inactive item under the pool lock; activate_work is traced there. A
 // tracer Goexit runs activate's onGoexit (kick + unlock) but nobody
@@ -79,7 +77,7 @@ func TestReviewGoexitInActivateDuringCancelLeavesPending(t *testing.T) {
 	mustReturn(t, "CancelSync of the cancelled item", func() { a.CancelSync() })
 }
 
-// BUG (delayed.go closeTimers/stopTimerOn vs timerFn): when Stop fails
+// Fixed (delayed.go closeTimers/stopTimerOn vs timerFn): when Stop fails
 // because the timer has fired but timerFn has not yet taken dw.mu and
 // q.timerMu, closeTimers neither cancels the item nor counts it in
 // q.firing, so it may return first. The late timerFn then sees
@@ -139,7 +137,7 @@ func TestReviewDestroyMissesFiringTimers(t *testing.T) {
 	}
 }
 
-// BUG (work.go grab): the item is "in transit" while its queuer emits
+// Fixed (work.go grab): the item is "in transit" while its queuer emits
 // queue_work to the tracer (before linking it), but grab only recognises
 // self-waits on a worker between dequeue and start (grabSelf). A tracer
 // that cancels the item it is told about on queue_work (same thread, same
@@ -164,23 +162,29 @@ type tracerFunc func(ev *wqtrace.Event)
 
 func (f tracerFunc) Trace(ev *wqtrace.Event) { f(ev) }
 
-// BUG (worker.go finishCurrent, stageDequeued): processOne counted
-// stats.started (and latency) before execute_start; when the tracer's
-// Goexit there puts the item back, started is not undone, so the item is
-// counted started twice and completed once: Stats().Infl stays 1 forever.
-func TestReviewGoexitInExecuteStartInflStat(t *testing.T) {
+func reviewStatsTarget() {}
+
+// Fixed (stats.go Stats, new p.mu.Lock per pool): Stats now takes every
+// pool lock, but activate_work is traced with the pool lock held
+// (pwq.activate), so a tracer that reads q.Stats() on activate_work
+// deadlocks on the non-reentrant pool lock (before this change Stats was
+// lock-free on the pool side and "safe from any goroutine").
+func TestReviewStatsFromActivateTracerDeadlocks(t *testing.T) {
 	captureErrors(t)
-	q := mustAlloc(t, "rvinfl", wq.Unbound, 0)
-	tr := &goexitTracer{kind: wqtrace.ExecuteStart, fn: "reviewStartTarget", mode: "goexit"}
-	wq.SetTracer(tr)
-	defer wq.SetTracer(nil)
-	w := wq.NewWork(reviewStartTarget)
-	q.Queue(w)
-	waitFor(t, "tracer fired", func() bool { return tr.fired.Load() > 0 })
-	mustReturn(t, "Flush", func() { w.Flush() })
-	mustReturn(t, "queue Flush", q.Flush)
-	waitFor(t, "item idle", func() bool { return w.Busy() == 0 })
-	if s := q.Stats(); s.Infl != 0 {
-		t.Errorf("Stats().Infl = %d after everything finished, want 0 (%s)", s.Infl, fmt.Sprint(s.Infl))
+	q, err := wq.Alloc("rvstats", wq.Unbound, 0)
+	if err != nil {
+		t.Fatal(err)
 	}
+	var done atomic.Bool
+	wq.SetTracer(tracerFunc(func(ev *wqtrace.Event) {
+		if ev.Kind == wqtrace.ActivateWork && regexp.MustCompile("reviewStatsTarget").MatchString(ev.Function) {
+			_ = q.Stats()
+			done.Store(true)
+		}
+	}))
+	defer wq.SetTracer(nil)
+	go q.Queue(wq.NewWork(reviewStatsTarget))
+	waitFor(t, "Stats from the activate_work tracer returned", done.Load)
+	wq.SetTracer(nil)
+	mustReturn(t, "Destroy", q.Destroy)
 }

@@ -60,15 +60,14 @@ func (q *Workqueue) Stats() QueueStats {
 			continue
 		}
 		seen[p] = true
-		p.mu.Lock()
-		s.CreateErrors += p.createErrs
-		if p.createErr != nil {
-			s.CreateError = p.createErr.Error()
+		// Lock-free: Stats may be called from a tracer under a pool lock.
+		s.CreateErrors += p.createErrN.Load()
+		if m := p.createErrMsg.Load(); m != nil {
+			s.CreateError = *m
 		}
-		if p.classErr != nil && s.ClassError == "" {
-			s.ClassError = p.classErr.Error()
+		if m := p.classErrMsg.Load(); m != nil && s.ClassError == "" {
+			s.ClassError = *m
 		}
-		p.mu.Unlock()
 	}
 	all := make([]*pwqStats, 0, len(pwqs)+1)
 	all = append(all, &q.retired)

@@ -2,6 +2,8 @@ package wq
 
 import (
 	"context"
+
+	"github.com/gowq/wq/internal/sched"
 	"reflect"
 	"runtime"
 	"sync"
@@ -33,6 +35,10 @@ type Work struct {
 	// before PENDING is cleared so that Queue can find it (non-reentrance).
 	// atomic.
 	runner atomic.Pointer[worker]
+	// transit is the tid of a thread that holds the item in transit while
+	// it runs the tracer's queue_work callback, 0 otherwise; grab returns
+	// grabSelf to that thread instead of waiting for itself. atomic.
+	transit atomic.Int32
 
 	// List links. guarded by the pool lock of the list's pool.
 	next, prev *Work
@@ -180,24 +186,44 @@ func (w *Work) grab() grabResult {
 		if dw := w.dw; dw != nil && dw.stopTimer() {
 			return grabPending
 		}
-		if pq := w.pwq.Load(); pq != nil {
-			p := pq.pool
-			p.mu.Lock()
-			if w.pwq.Load() == pq {
-				scan := pq.unlink(w)
-				p.mu.Unlock()
-				if scan {
-					pq.lim.scan(pq)
-				}
-				return grabPending
-			}
-			p.mu.Unlock()
+		if pq := w.pwq.Load(); pq != nil && w.grabFromPwq(pq) {
+			return grabPending
 		}
 		if r := w.runner.Load(); r != nil && r.onSelf() && r.starting == w {
 			return grabSelf
 		}
+		if t := w.transit.Load(); t != 0 && int(t) == sched.Gettid() {
+			return grabSelf
+		}
 		backoff(spins)
 	}
+}
+
+// grabFromPwq unlinks w from pq's lists if it is still there, taking over
+// its PENDING. Unlinking frees a max_active slot, and activating what
+// waits traces activate_work: if a tracer calls runtime.Goexit there, the
+// deferred release leaves w idle (cancelled) instead of pending forever.
+func (w *Work) grabFromPwq(pq *pwq) (ok bool) {
+	owned := false
+	defer func() {
+		if owned && !ok {
+			w.markCancelled()
+			w.release()
+		}
+	}()
+	p := pq.pool
+	p.mu.Lock()
+	if w.pwq.Load() != pq {
+		p.mu.Unlock()
+		return false
+	}
+	owned = true
+	scan := pq.unlink(w)
+	p.mu.Unlock()
+	if scan {
+		pq.lim.scan(pq)
+	}
+	return true
 }
 
 func backoff(spins int) {

@@ -201,6 +201,8 @@ func (wk *worker) setup(p *pool) error {
 	if first {
 		p.classErr = fmt.Errorf("%w: workers of %v run at the inherited nice %d, not %d: the process is niced and may not lower it (needs CAP_SYS_NICE or RLIMIT_NICE): %v",
 			ErrPermission, p, cur.Nice, c.nice, err)
+		msg := p.classErr.Error()
+		p.classErrMsg.Store(&msg)
 	}
 	cerr := p.classErr
 	p.mu.Unlock()

@@ -490,10 +490,17 @@ func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, fromTimer bool) bool {
 			if pq.pool.key.cpu < 0 {
 				target = -1
 			}
-			// A tracer that calls runtime.Goexit: the item, not yet linked,
-			// is released (idle) before the caller's goroutine ends.
-			emit(tr, &wqtrace.Event{Kind: wqtrace.QueueWork, TimeNs: nanotime(), CPU: sched.GetCPU(), TID: sched.Gettid(), Work: w.addr(), Function: w.Func(), Workqueue: q.name, ReqCPU: reqCPU, TargetCPU: target},
-				func() { w.markCancelled(); w.release() })
+			// The item is in transit while the tracer runs: a grab from the
+			// tracer itself (on this locked thread) must not wait for it. A
+			// tracer that calls runtime.Goexit: the item, not yet linked, is
+			// released (idle) before the caller's goroutine ends.
+			runtime.LockOSThread()
+			tid := sched.Gettid()
+			w.transit.Store(int32(tid))
+			emit(tr, &wqtrace.Event{Kind: wqtrace.QueueWork, TimeNs: nanotime(), CPU: sched.GetCPU(), TID: tid, Work: w.addr(), Function: w.Func(), Workqueue: q.name, ReqCPU: reqCPU, TargetCPU: target},
+				func() { w.transit.Store(0); runtime.UnlockOSThread(); w.markCancelled(); w.release() })
+			w.transit.Store(0)
+			runtime.UnlockOSThread()
 		}
 		p := pq.pool
 		p.mu.Lock()
