@@ -1,6 +1,7 @@
 package wq
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -441,11 +442,42 @@ func (p *pool) maydayTimeout() {
 		}
 	}
 	p.maydayTimer.Reset(maydayInterval)
+	pressure := p.createFailing && errors.Is(p.createErr, ErrThreadLimit)
 	p.mu.Unlock()
 	// Rescuers are woken after the pool lock is free: an RT rescuer woken
 	// inside would preempt us and block on the lock (see poolMutex).
 	for _, wk := range wake {
 		wk.parker.Unpark()
+	}
+	if pressure {
+		relieveThreadPressure(p)
+	}
+}
+
+// relieveThreadPressure lets idle workers of the other pools exit, keeping
+// one idle worker per pool, when p cannot create a worker because the
+// process is at a thread limit: otherwise threads parked idle elsewhere
+// (reaped only after 300 s) could starve p for good. Called with no pool
+// lock held; takes one pool lock at a time.
+func relieveThreadPressure(p *pool) {
+	r := &poolRegistry
+	r.mu.Lock()
+	others := make([]*pool, 0, len(r.m))
+	for _, o := range r.m {
+		if o != p {
+			others = append(others, o)
+		}
+	}
+	r.mu.Unlock()
+	for _, o := range others {
+		o.mu.Lock()
+		for !o.dead && len(o.idle) > 1 {
+			wk := o.idle[0] // least recently active
+			o.removeWorker(wk)
+			wk.dying = true
+			wk.parker.Unpark()
+		}
+		o.mu.Unlock()
 	}
 }
 
