@@ -266,12 +266,10 @@ func (s *PerCPU) CancelWorkSync(w *Work) bool { return cancelSync("kthread_cance
 // queued items have run. Mirrors erofs_cpu_hotplug_destroy() +
 // erofs_destroy_percpu_workers().
 func (s *PerCPU) Destroy() error {
-	for _, wk := range *s.workers.Load() {
-		if wk != nil && wk.onThread() {
-			err := fmt.Errorf("kthread: destroy per-CPU set %s: %w: called from its own work function", s.name, ErrDeadlock)
-			reportError("kthread_destroy_worker", s.name, err)
-			return err
-		}
+	if a := actingFor(); a != nil && a.set == s {
+		err := fmt.Errorf("kthread: destroy per-CPU set %s: %w: called from its own work function", s.name, ErrDeadlock)
+		reportError("kthread_destroy_worker", s.name, err)
+		return err
 	}
 	s.mu.Lock()
 	if s.destroyed.Load() {

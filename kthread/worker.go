@@ -119,7 +119,14 @@ type Worker struct {
 	// from the set's fallback workqueue. immutable.
 	fallback *wq.Workqueue
 
-	tid    atomic.Int64 // thread id of the current thread; atomic
+	// thread is the OS thread the worker's loop goroutine owns, nil while
+	// it owns none (while a replacement thread starts, and after the
+	// exit). The goroutine sets it on its thread before serving and clears
+	// it, with attrMu held, before it leaves the thread for good (or as
+	// soon as it finds that user code made it leave), so a non-nil value
+	// always names a live thread of this process that serves the worker
+	// and setters never act on a stale tid. Written under attrMu; atomic.
+	thread atomic.Pointer[thread]
 	parker sched.Parker // the worker's futex word; the thread parks on it
 
 	mu       sync.Mutex
@@ -129,12 +136,17 @@ type Worker struct {
 	dying    bool     // guarded by mu: Destroy began; new work is refused
 	exited   bool     // guarded by mu: the thread left its loop for good
 
-	attrMu sync.Mutex // serialises attribute changes with thread replacement
+	attrMu sync.Mutex // serialises attribute changes with thread start, exit and replacement; before mu
 	attr   sched.Attr // guarded by attrMu: the class the thread runs at
 
 	reported atomic.Bool   // ErrDestroyed reported once
 	done     chan struct{} // closed when the thread has left its loop for good
 }
+
+// thread is one OS thread that served a worker. Each thread start makes a
+// new one, so that comparing pointers cannot confuse two threads that got
+// the same tid (tids are reused).
+type thread struct{ tid int }
 
 // CreateWorker starts a worker on a new OS thread named name (truncated to
 // the kernel's 15 bytes in the thread name; Name returns it whole) and
@@ -185,10 +197,25 @@ func create(cpu int, name string, set *PerCPU, opts []Option) (*Worker, error) {
 
 // threadMain is the body of the worker's thread (run by sched.GoLocked).
 // errc receives the setup result for the first thread; it is nil for a
-// thread that replaces one lost to runtime.Goexit.
+// thread that replaces one lost to runtime.Goexit or to an escape.
 func (wk *Worker) threadMain(errc chan<- error) {
+	if g, _, ok := sched.GoroutineState(); ok {
+		actors.Store(g, wk)
+		defer actors.Delete(g)
+	}
+	th := &thread{tid: sched.Gettid()}
+	stopped := false
+	defer func() {
+		// The thread's top frame: forget the thread before the goroutine
+		// exits (and the runtime destroys the thread), then let Destroy
+		// return.
+		wk.releaseThread(th)
+		if stopped {
+			close(wk.done)
+		}
+	}()
 	wk.attrMu.Lock()
-	wk.tid.Store(int64(sched.Gettid()))
+	wk.thread.Store(th)
 	err := wk.setupLocked()
 	wk.attrMu.Unlock()
 	if errc != nil {
@@ -208,9 +235,15 @@ func (wk *Worker) threadMain(errc chan<- error) {
 		sched.ReserveP(1)
 		defer sched.ReserveP(-1)
 	}
-	if wk.loop() {
-		close(wk.done)
-	}
+	stopped = wk.loop(th)
+}
+
+// releaseThread forgets th if it is still the worker's thread. Setters
+// hold attrMu around their system call, so none acts on th afterwards.
+func (wk *Worker) releaseThread(th *thread) {
+	wk.attrMu.Lock()
+	wk.thread.CompareAndSwap(th, nil)
+	wk.attrMu.Unlock()
 }
 
 // setupLocked names the calling thread and applies the worker's affinity
@@ -238,8 +271,9 @@ func (wk *Worker) setupLocked() error {
 // loop is kthread_worker_fn(): run the worklist in order, park in the
 // futex when it is empty. It returns true when the worker stops for good
 // (Destroy and an empty worklist) and false when a work function called
-// runtime.Goexit (a replacement thread has taken over the loop).
-func (wk *Worker) loop() bool {
+// runtime.Goexit (a replacement thread has taken over the loop). th is
+// the thread the calling goroutine owns.
+func (wk *Worker) loop(th *thread) bool {
 	wk.mu.Lock()
 	for {
 		wk.current = nil
@@ -259,7 +293,7 @@ func (wk *Worker) loop() bool {
 		wk.mu.Unlock()
 		if w.barrier != nil {
 			close(w.barrier) // kthread_flush_work_fn
-		} else if !wk.run(w) {
+		} else if !wk.run(w, th) {
 			return false
 		}
 		wk.mu.Lock()
@@ -270,7 +304,7 @@ func (wk *Worker) loop() bool {
 // function called runtime.Goexit: the goroutine, and with it the locked
 // thread, is then ending, so run starts a replacement thread (same name,
 // affinity and class) that continues the loop, and reports ErrGoexit.
-func (wk *Worker) run(w *Work) (ok bool) {
+func (wk *Worker) run(w *Work, th *thread) (ok bool) {
 	returned := false
 	defer func() {
 		if returned {
@@ -281,7 +315,10 @@ func (wk *Worker) run(w *Work) (ok bool) {
 			ok = true
 			return
 		}
-		// runtime.Goexit.
+		// runtime.Goexit: the goroutine exits locked and the runtime
+		// destroys th. Forget th first, so that TID and the setters never
+		// see it again, then hand the loop to a new thread.
+		wk.releaseThread(th)
 		wk.mu.Lock()
 		wk.current = nil
 		wk.mu.Unlock()
@@ -301,14 +338,19 @@ func (wk *Worker) Name() string { return wk.name }
 func (wk *Worker) CPU() int { return wk.cpu }
 
 // TID returns the thread id of the worker's thread (for sched_getattr,
-// taskset, ps -L). It changes only when a work function calls
-// runtime.Goexit and the thread is replaced; after Destroy it returns the
-// id of the thread that has exited. Never blocks.
-func (wk *Worker) TID() int { return int(wk.tid.Load()) }
-
-// onThread reports whether the caller runs on the worker's thread (costs
-// a gettid).
-func (wk *Worker) onThread() bool { return sched.OnThread(wk.TID(), wk.name) }
+// taskset, ps -L), or 0 when the worker has no thread: after Destroy has
+// returned (the thread has exited or is exiting), and for a moment while a
+// replacement thread starts. A non-zero TID is a live thread of this
+// process that serves the worker when TID reads it (the id may belong to
+// another thread later: tids are reused). It changes when the thread is
+// replaced (a work function called runtime.Goexit or made the worker leave
+// its thread, see the package documentation). Never blocks.
+func (wk *Worker) TID() int {
+	if th := wk.thread.Load(); th != nil {
+		return th.tid
+	}
+	return 0
+}
 
 // result of queueing.
 type result int
@@ -379,7 +421,7 @@ func (wk *Worker) insertLocked(w *Work, chainAny bool) result {
 	if w.list != nil || w.canceling > 0 {
 		return busy // queuing_blocked(); a pending item runs before a dying worker exits
 	}
-	if wk.dying && (wk.current != w || !(chainAny || wk.onThread())) {
+	if wk.dying && (wk.current != w || !(chainAny || wk.self())) {
 		return refused
 	}
 	wk.worklist.pushBack(w)
@@ -578,7 +620,7 @@ func flushWork(w *Work) bool {
 		o.mu.Unlock()
 		return false
 	}
-	if o.onThread() {
+	if o.self() {
 		o.mu.Unlock()
 		reportError("kthread_flush_work", w.Func(), ErrDeadlock)
 		return false
@@ -609,7 +651,7 @@ func (wk *Worker) FlushWorker() {
 	if wk == nil || wk.fallback != nil {
 		return
 	}
-	if wk.onThread() {
+	if wk.self() {
 		reportError("kthread_flush_worker", wk.name, ErrDeadlock)
 		return
 	}
@@ -670,7 +712,7 @@ func cancelSync(op string, w *Work) bool {
 		o.mu.Unlock()
 		return was
 	}
-	if o.onThread() {
+	if o.self() {
 		o.mu.Unlock()
 		reportError(op, w.Func(), ErrDeadlock)
 		return was
@@ -705,7 +747,7 @@ func (wk *Worker) Destroy() error {
 	if wk == nil || wk.fallback != nil {
 		return fmt.Errorf("kthread_destroy_worker: %w: nil worker", ErrInvalidArgument)
 	}
-	if wk.onThread() {
+	if wk.self() {
 		err := fmt.Errorf("kthread_destroy_worker(%s): %w: called from its own work function", wk.name, ErrDeadlock)
 		reportError("kthread_destroy_worker", wk.name, err)
 		return err
@@ -763,6 +805,8 @@ func (wk *Worker) setAttr(op string, a sched.Attr) error {
 	if wk == nil || wk.fallback != nil {
 		return fmt.Errorf("%s: %w: nil worker", op, ErrInvalidArgument)
 	}
+	// attrMu is held across the system call: the thread cannot be
+	// forgotten (and exit) meanwhile, so tid is never stale.
 	wk.attrMu.Lock()
 	defer wk.attrMu.Unlock()
 	wk.mu.Lock()
@@ -771,7 +815,13 @@ func (wk *Worker) setAttr(op string, a sched.Attr) error {
 	if exited {
 		return fmt.Errorf("%s(%s): %w", op, wk.name, ErrDestroyed)
 	}
-	if err := sched.SetAttr(wk.TID(), a); err != nil {
+	if th := wk.thread.Load(); th != nil {
+		if err := sched.SetAttr(th.tid, a); err != nil {
+			return fmt.Errorf("%s(%s): %w", op, wk.name, permErr(err))
+		}
+	} else if err := sched.Probe(nil, &a); err != nil {
+		// Between two threads: the replacement applies wk.attr when it
+		// starts; check on a short-lived thread that it can.
 		return fmt.Errorf("%s(%s): %w", op, wk.name, permErr(err))
 	}
 	wk.attr = a
