@@ -40,6 +40,14 @@ var (
 	// ErrGoexit: a work function called runtime.Goexit; the worker's thread
 	// was replaced (reported to the error handler).
 	ErrGoexit = errors.New("kthread: work function called runtime.Goexit")
+	// ErrThreadEscaped: a work function called runtime.UnlockOSThread as
+	// many times as the worker's goroutine was locked (64) and then left
+	// the worker's thread (it blocked or was preempted, and the Go
+	// scheduler ran it on another thread and was free to run other
+	// goroutines on the worker's). The worker gave that thread the
+	// process's name, affinity and class back and continues on a new
+	// thread with its own (reported to the error handler).
+	ErrThreadEscaped = errors.New("kthread: work function unlocked the worker's goroutine from its thread (runtime.UnlockOSThread)")
 )
 
 // PanicInfo describes a panic recovered from a work function.

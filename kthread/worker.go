@@ -3,6 +3,7 @@ package kthread
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -270,10 +271,18 @@ func (wk *Worker) setupLocked() error {
 
 // loop is kthread_worker_fn(): run the worklist in order, park in the
 // futex when it is empty. It returns true when the worker stops for good
-// (Destroy and an empty worklist) and false when a work function called
-// runtime.Goexit (a replacement thread has taken over the loop). th is
-// the thread the calling goroutine owns.
+// (Destroy and an empty worklist) and false when the calling goroutine
+// has retired (retire): a work function called runtime.Goexit or made it
+// leave its thread, and a replacement thread has taken over the loop. th
+// is the thread the calling goroutine owns.
+//
+// The loop holds one lock level of its own (runtime.LockOSThread) except
+// while a work function runs (see run): whatever a work function did to
+// the nesting count, the goroutine is locked to its thread while it
+// parks, waits for mu or exits, so the thread never goes back to the Go
+// scheduler from here.
 func (wk *Worker) loop(th *thread) bool {
+	runtime.LockOSThread()
 	wk.mu.Lock()
 	for {
 		wk.current = nil
@@ -300,34 +309,97 @@ func (wk *Worker) loop(th *thread) bool {
 	}
 }
 
-// run calls w's function with panics recovered. It returns false when the
-// function called runtime.Goexit: the goroutine, and with it the locked
-// thread, is then ending, so run starts a replacement thread (same name,
-// affinity and class) that continues the loop, and reports ErrGoexit.
+// run calls w's function with panics recovered, with the loop's own lock
+// level given up meanwhile (the sched.LockDepth levels of sched.GoLocked
+// remain). It returns false when the calling goroutine has retired: the
+// function called runtime.Goexit (the goroutine, and with it the locked
+// thread, is then ending), or the goroutine is no longer on th: the
+// function called runtime.UnlockOSThread as many times as it was locked
+// and then blocked or was preempted, so the Go scheduler moved it and
+// may run other goroutines on th. A replacement thread (same name,
+// affinity and class) then continues the loop, and ErrGoexit or
+// ErrThreadEscaped is reported. Fewer calls only lower the nesting count
+// and are harmless. The check costs a gettid per item.
 func (wk *Worker) run(w *Work, th *thread) (ok bool) {
 	returned := false
+	runtime.UnlockOSThread() // the loop's level
 	defer func() {
-		if returned {
-			return
+		// Locked again, to whatever thread the goroutine is on now: if it
+		// ends here (Goexit), that thread ends with it.
+		runtime.LockOSThread()
+		var cause error
+		if !returned {
+			if r := recover(); r != nil {
+				reportPanic(PanicInfo{Worker: wk.name, Func: w.Func(), Value: r, Stack: debug.Stack()})
+			} else {
+				cause = ErrGoexit
+			}
 		}
-		if r := recover(); r != nil {
-			reportPanic(PanicInfo{Worker: wk.name, Func: w.Func(), Value: r, Stack: debug.Stack()})
+		if !sched.StillOn(th.tid) {
+			if cause != nil {
+				cause = fmt.Errorf("%w; %w", ErrThreadEscaped, cause)
+			} else {
+				cause = ErrThreadEscaped
+			}
+		}
+		if cause == nil {
 			ok = true
 			return
 		}
-		// runtime.Goexit: the goroutine exits locked and the runtime
-		// destroys th. Forget th first, so that TID and the setters never
-		// see it again, then hand the loop to a new thread.
-		wk.releaseThread(th)
-		wk.mu.Lock()
-		wk.current = nil
-		wk.mu.Unlock()
-		sched.GoLocked(func() { wk.threadMain(nil) })
-		reportError("kthread_worker_fn", w.Func(), fmt.Errorf("%w; worker %s continues on a new thread", ErrGoexit, wk.name))
+		wk.retire(th, w.Func(), cause)
+		ok = false
 	}()
 	w.fn()
 	returned = true
 	return true
+}
+
+// retire ends the calling goroutine's service on th, after a work
+// function called runtime.Goexit (cause ErrGoexit) or made it leave th
+// (cause matching ErrThreadEscaped): it forgets th (under attrMu, so that
+// TID and the setters never see it again), gives an escaped th the
+// process's attributes back (repairLocked), marks the item done and
+// starts a replacement thread, which applies the worker's name, affinity
+// and class and continues the loop. It reports cause. The calling
+// goroutine must then end; it is locked to the thread it is on, which
+// ends with it.
+func (wk *Worker) retire(th *thread, fn string, cause error) {
+	var repair error
+	wk.attrMu.Lock()
+	wk.thread.CompareAndSwap(th, nil)
+	if errors.Is(cause, ErrThreadEscaped) {
+		repair = wk.repairLocked(th)
+	}
+	wk.attrMu.Unlock()
+	wk.mu.Lock()
+	wk.current = nil
+	wk.mu.Unlock()
+	sched.GoLocked(func() { wk.threadMain(nil) })
+	err := fmt.Errorf("%w; worker %s continues on a new thread", cause, wk.name)
+	if repair != nil {
+		err = fmt.Errorf("%w; thread %d keeps some of the worker's attributes: %w", err, th.tid, repair)
+	}
+	reportError("kthread_worker_fn", fn, err)
+}
+
+// repairLocked gives th, which the calling goroutine has left, the
+// process's attributes back (sched.ResetThread): th is back in the Go
+// scheduler and may run any goroutine. It leaves th alone if th has
+// exited or been renamed: then another owner locked it and gave it
+// attributes of its own. Called with attrMu held.
+func (wk *Worker) repairLocked(th *thread) error {
+	if name, err := sched.ThreadName(th.tid); err != nil || name != threadName(wk.name) {
+		return nil
+	}
+	return sched.ResetThread(th.tid)
+}
+
+// threadName is name as the kernel keeps it: its first 15 bytes.
+func threadName(name string) string {
+	if len(name) > 15 {
+		return name[:15]
+	}
+	return name
 }
 
 // Name returns the worker's full name ("name" or "name/cpu"); the thread
