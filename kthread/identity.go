@@ -19,23 +19,34 @@ import (
 // goroutine from the worker's thread may move to another thread.
 
 // actors maps the id of each worker loop goroutine, and of each helper
-// goroutine acting for one, to the worker. Entries live from the
-// goroutine's start until it exits. sync.Map: int64 -> *Worker.
+// goroutine running a user callback (deliver), to an actor. Entries live
+// from the goroutine's start until it exits. sync.Map: int64 -> actor.
 var actors sync.Map
 
-// actingFor returns the worker the calling goroutine acts for, or nil.
-// It costs about 2 us (see sched.GoroutineState); it is called only on
-// paths that are about to block or to report an error.
-func actingFor() *Worker {
+// actor is what a goroutine in actors is.
+type actor struct {
+	wk *Worker // the worker the goroutine acts for, or nil
+	// errorHandler: a helper running the error handler (or the slog
+	// default); errors it causes are not delivered to it again.
+	errorHandler bool
+}
+
+// whoAmI returns the calling goroutine's entry in actors (zero if none).
+// It costs a few us (sched.GoroutineState formats a traceback); it is
+// called only on paths that are about to block or to report an error.
+func whoAmI() actor {
 	g, _, ok := sched.GoroutineState()
 	if !ok {
-		return nil
+		return actor{}
 	}
 	if v, ok := actors.Load(g); ok {
-		return v.(*Worker)
+		return v.(actor)
 	}
-	return nil
+	return actor{}
 }
+
+// actingFor returns the worker the calling goroutine acts for, or nil.
+func actingFor() *Worker { return whoAmI().wk }
 
 // self reports whether the calling goroutine acts for wk.
 func (wk *Worker) self() bool { return actingFor() == wk }

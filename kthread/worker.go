@@ -201,7 +201,7 @@ func create(cpu int, name string, set *PerCPU, opts []Option) (*Worker, error) {
 // thread that replaces one lost to runtime.Goexit or to an escape.
 func (wk *Worker) threadMain(errc chan<- error) {
 	if g, _, ok := sched.GoroutineState(); ok {
-		actors.Store(g, wk)
+		actors.Store(g, actor{wk: wk})
 		defer actors.Delete(g)
 	}
 	th := &thread{tid: sched.Gettid()}
