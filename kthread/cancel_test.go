@@ -142,6 +142,8 @@ func TestOutsideCallsWhileCancelling(t *testing.T) {
 		waitFor(t, "the second canceller to wait", func() bool { return kthread.Canceling(&dw.Work) == 2 })
 		flushed := make(chan bool)
 		go func() { flushed <- wk.FlushWork(&dw.Work) }()
+		// Two cancel barriers and the flush barrier wait behind the item.
+		waitFor(t, "the flush to wait", func() bool { return kthread.Queued(wk) == 3 })
 		close(release)
 		var a, b, f bool
 		within(t, "the cancellers and the flush", func() { a, b, f = <-first, <-second, <-flushed })

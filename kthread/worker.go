@@ -358,9 +358,9 @@ func (wk *Worker) run(w *Work, th *thread) (ok bool) {
 // function called runtime.Goexit (cause ErrGoexit) or made it leave th
 // (cause matching ErrThreadEscaped): it forgets th (under attrMu, so that
 // TID and the setters never see it again), gives an escaped th the
-// process's attributes back (repairLocked), marks the item done and
-// starts a replacement thread, which applies the worker's name, affinity
-// and class and continues the loop. It reports cause. The calling
+// process's attributes back (repairLocked), reports cause, marks the item
+// done and starts a replacement thread, which applies the worker's name,
+// affinity and class and continues the loop. The calling
 // goroutine must then end; it is locked to the thread it is on, which
 // ends with it.
 func (wk *Worker) retire(th *thread, fn string, cause error) {
@@ -371,15 +371,17 @@ func (wk *Worker) retire(th *thread, fn string, cause error) {
 		repair = wk.repairLocked(th)
 	}
 	wk.attrMu.Unlock()
-	wk.mu.Lock()
-	wk.current = nil
-	wk.mu.Unlock()
-	sched.GoLocked(func() { wk.threadMain(nil) })
 	err := fmt.Errorf("%w; worker %s continues on a new thread", cause, wk.name)
 	if repair != nil {
 		err = fmt.Errorf("%w; thread %d keeps some of the worker's attributes: %w", err, th.tid, repair)
 	}
+	// Reported before the item is done, so that whoever flushed it sees
+	// the report once the flush returns.
 	reportError("kthread_worker_fn", fn, err)
+	wk.mu.Lock()
+	wk.current = nil
+	wk.mu.Unlock()
+	sched.GoLocked(func() { wk.threadMain(nil) })
 }
 
 // repairLocked gives th, which the calling goroutine has left, the
