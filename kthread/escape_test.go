@@ -1,10 +1,12 @@
 package kthread_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -185,6 +187,12 @@ func TestUnlockEscapeRetiresThread(t *testing.T) {
 	t.Cleanup(func() { kthread.SetPanicHandler(nil) })
 	nice := testNice(t)
 	proc := processAttrs(t)
+	// The process's name, CPUs and class; without the privilege to lower
+	// a nice the escaped thread keeps the worker's (reported).
+	repaired := proc
+	if !mayLowerNice(proc.attr.Nice) {
+		repaired.attr = sched.Attr{Policy: sched.PolicyNormal, Nice: nice}
+	}
 	var goexits, escapes int
 	for _, c := range []struct {
 		name   string
@@ -233,8 +241,8 @@ func TestUnlockEscapeRetiresThread(t *testing.T) {
 		}
 		waitFor(t, c.name+": the report", func() bool { return errs.count(kthread.ErrThreadEscaped) == escapes })
 		// The old thread is alive (our goroutine holds it) and repaired.
-		if a, alive := readAttrs(old); !alive || !a.equal(proc) {
-			t.Errorf("%s: escaped thread %d has %v (alive %v), want the process's %v", c.name, old, a, alive, proc)
+		if a, alive := readAttrs(old); !alive || !a.equal(repaired) {
+			t.Errorf("%s: escaped thread %d has %v (alive %v), want %v", c.name, old, a, alive, repaired)
 		}
 		close(release)
 		waitFor(t, c.name+": a new thread", func() bool { tid := wk.TID(); return tid != 0 && tid != old })
@@ -248,6 +256,13 @@ func TestUnlockEscapeRetiresThread(t *testing.T) {
 	}
 	if n := panics.Load(); n != 1 {
 		t.Errorf("panic handler called %d times, want 1", n)
+	}
+	if repaired.attr != proc.attr {
+		for _, e := range errs.all() {
+			if errors.Is(e, kthread.ErrThreadEscaped) && !strings.Contains(e.Error(), "keeps some of the worker's attributes") {
+				t.Errorf("report does not say that the thread kept the worker's nice: %v", e)
+			}
+		}
 	}
 }
 

@@ -28,19 +28,24 @@ const (
 )
 
 // Option selects a worker's scheduling class at creation. The last class
-// option given wins; with none the worker runs SCHED_OTHER at nice 0.
+// option given wins. With none the worker runs SCHED_OTHER at nice 0, set
+// explicitly (not inherited from the creating thread), except where the
+// process may not lower its nice to 0: see Worker.Class.
 type Option func(*options)
 
 type options struct {
-	attr sched.Attr
-	err  error
+	attr     sched.Attr
+	explicit bool // a class option was given
+	err      error
 }
 
 // WithFIFO makes the worker SCHED_FIFO at priority FIFOPriority (50), as
 // sched_set_fifo() does. Needs CAP_SYS_NICE or RLIMIT_RTPRIO >= 50;
 // otherwise creation fails with an error matching ErrPermission.
 func WithFIFO() Option {
-	return func(o *options) { o.attr = sched.Attr{Policy: sched.PolicyFIFO, Priority: FIFOPriority} }
+	return func(o *options) {
+		o.attr, o.explicit = sched.Attr{Policy: sched.PolicyFIFO, Priority: FIFOPriority}, true
+	}
 }
 
 // WithFIFOLow makes the worker SCHED_FIFO at priority FIFOLowPriority (1),
@@ -48,7 +53,9 @@ func WithFIFO() Option {
 // other RT thread. Needs CAP_SYS_NICE or RLIMIT_RTPRIO >= 1; otherwise
 // creation fails with an error matching ErrPermission.
 func WithFIFOLow() Option {
-	return func(o *options) { o.attr = sched.Attr{Policy: sched.PolicyFIFO, Priority: FIFOLowPriority} }
+	return func(o *options) {
+		o.attr, o.explicit = sched.Attr{Policy: sched.PolicyFIFO, Priority: FIFOLowPriority}, true
+	}
 }
 
 // WithNice makes the worker SCHED_OTHER at nice n (-20..19), as
@@ -61,7 +68,7 @@ func WithNice(n int) Option {
 			o.err = fmt.Errorf("%w: nice %d outside [-20, 19]", ErrInvalidArgument, n)
 			return
 		}
-		o.attr = sched.Attr{Policy: sched.PolicyNormal, Nice: n}
+		o.attr, o.explicit = sched.Attr{Policy: sched.PolicyNormal, Nice: n}, true
 	}
 }
 
@@ -138,7 +145,15 @@ type Worker struct {
 	exited   bool     // guarded by mu: the thread left its loop for good
 
 	attrMu sync.Mutex // serialises attribute changes with thread start, exit and replacement; before mu
-	attr   sched.Attr // guarded by attrMu: the class the thread runs at
+	// attr is the class each thread of the worker is given: the one asked
+	// for (class option, last successful setter), or the default,
+	// SCHED_OTHER nice 0 (dflt). guarded by attrMu.
+	attr sched.Attr
+	dflt bool // guarded by attrMu: attr is the default, nobody asked for it
+	// applied is the class the current (or last) thread runs at, and
+	// classErr why it is not attr (nil when it is). guarded by attrMu.
+	applied  sched.Attr
+	classErr error
 
 	reported atomic.Bool   // ErrDestroyed reported once
 	done     chan struct{} // closed when the thread has left its loop for good
@@ -187,7 +202,7 @@ func create(cpu int, name string, set *PerCPU, opts []Option) (*Worker, error) {
 	if err := checkPrivilege(o.attr); err != nil {
 		return nil, fmt.Errorf("kthread_create_worker(%q): %w", name, err)
 	}
-	wk := &Worker{name: name, cpu: cpu, set: set, attr: o.attr, done: make(chan struct{})}
+	wk := &Worker{name: name, cpu: cpu, set: set, attr: o.attr, dflt: !o.explicit, done: make(chan struct{})}
 	errc := make(chan error, 1)
 	sched.GoLocked(func() { wk.threadMain(errc) })
 	if err := <-errc; err != nil {
@@ -217,15 +232,18 @@ func (wk *Worker) threadMain(errc chan<- error) {
 	}()
 	wk.attrMu.Lock()
 	wk.thread.Store(th)
-	err := wk.setupLocked()
+	warn, err := wk.setupLocked()
 	wk.attrMu.Unlock()
+	if warn != nil {
+		reportDefaultClass(wk.name, warn)
+	}
 	if errc != nil {
 		errc <- err
 		if err != nil {
 			return // the locked thread dies with its half-set attributes
 		}
 	} else if err != nil {
-		reportError("kthread_worker_fn", wk.name, fmt.Errorf("replacement thread keeps serving with default attributes: %w", err))
+		reportError("kthread_worker_fn", wk.name, fmt.Errorf("replacement thread keeps serving with the attributes it could get: %w", err))
 	}
 	// An RT worker reserves a P while it lives, as wq's RT pools do, so
 	// that it finds an idle P when the futex wakes it under load.
@@ -248,25 +266,26 @@ func (wk *Worker) releaseThread(th *thread) {
 }
 
 // setupLocked names the calling thread and applies the worker's affinity
-// and class. Called on the worker's thread with attrMu held.
-func (wk *Worker) setupLocked() error {
-	if err := sched.SetName(wk.name); err != nil {
-		return err
-	}
+// and class (applyClassLocked); it tries each even if one before failed
+// (a replacement thread keeps serving with what it could get) and
+// returns the first error. warn is a default class that could not be
+// applied, for the caller to report once attrMu is unlocked. Called on
+// the worker's thread with attrMu held.
+func (wk *Worker) setupLocked() (warn, err error) {
+	err = sched.SetName(wk.name)
 	if wk.cpu >= 0 {
-		if err := sched.SetAffinity(0, []int{wk.cpu}); err != nil {
-			if errors.Is(err, unix.EINVAL) {
-				return fmt.Errorf("%w: CPU %d: %w", ErrInvalidCPU, wk.cpu, err)
+		if e := sched.SetAffinity(0, []int{wk.cpu}); e != nil && err == nil {
+			err = e
+			if errors.Is(e, unix.EINVAL) {
+				err = fmt.Errorf("%w: CPU %d: %w", ErrInvalidCPU, wk.cpu, e)
 			}
-			return err
 		}
 	}
-	if wk.attr != (sched.Attr{}) {
-		if err := sched.SetAttr(0, wk.attr); err != nil {
-			return permErr(err)
-		}
+	warn, e := wk.applyClassLocked()
+	if e != nil && err == nil {
+		err = e
 	}
-	return nil
+	return warn, err
 }
 
 // loop is kthread_worker_fn(): run the worklist in order, park in the
@@ -889,15 +908,18 @@ func (wk *Worker) setAttr(op string, a sched.Attr) error {
 	if exited {
 		return fmt.Errorf("%s(%s): %w", op, wk.name, ErrDestroyed)
 	}
-	if th := wk.thread.Load(); th != nil {
+	th := wk.thread.Load()
+	if th != nil {
+		// One sched_setattr: the kernel applies all of it or nothing.
 		if err := sched.SetAttr(th.tid, a); err != nil {
 			return fmt.Errorf("%s(%s): %w", op, wk.name, permErr(err))
 		}
+		wk.applied, wk.classErr = a, nil
 	} else if err := sched.Probe(nil, &a); err != nil {
 		// Between two threads: the replacement applies wk.attr when it
 		// starts; check on a short-lived thread that it can.
 		return fmt.Errorf("%s(%s): %w", op, wk.name, permErr(err))
 	}
-	wk.attr = a
+	wk.attr, wk.dflt = a, false
 	return nil
 }
