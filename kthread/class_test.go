@@ -357,3 +357,57 @@ func TestDefaultClassUnderNice(t *testing.T) {
 		runChild(t, "nobody", cmd)
 	}
 }
+
+// TestSetterBetweenThreads: a setter called while the worker has no
+// thread (here: from the error handler reporting runtime.Goexit, before
+// the replacement starts) returns ErrPermission when no thread could get
+// the class (checked on a probe thread), and otherwise records it for the
+// replacement, which starts with it; TID reads 0 meanwhile.
+func TestSetterBetweenThreads(t *testing.T) {
+	n := testNice(t)
+	var wk *kthread.Worker
+	type call struct {
+		tid int
+		err error
+	}
+	for _, c := range []struct {
+		name string
+		set  func(*kthread.Worker) error
+		ok   bool
+		want sched.Attr
+	}{
+		{"SetNormal(up)", func(wk *kthread.Worker) error { return kthread.SetNormal(wk, min(n+3, 19)) }, true,
+			sched.Attr{Policy: sched.PolicyNormal, Nice: min(n+3, 19)}},
+		{"SetFIFOLow", kthread.SetFIFOLow, sched.CheckRT(1) == nil,
+			sched.Attr{Policy: sched.PolicyFIFO, Priority: kthread.FIFOLowPriority}},
+		{"SetNormal(-3)", func(wk *kthread.Worker) error { return kthread.SetNormal(wk, -3) }, canSetNice(-3),
+			sched.Attr{Policy: sched.PolicyNormal, Nice: -3}},
+	} {
+		wk = newWorker(t, "kt-between", kthread.WithNice(n))
+		calls := make(chan call, 1)
+		kthread.SetErrorHandler(func(op, fn string, err error) {
+			if errors.Is(err, kthread.ErrGoexit) {
+				calls <- call{wk.TID(), c.set(wk)}
+			}
+		})
+		x := kthread.NewWork(runtime.Goexit)
+		wk.QueueWork(x)
+		wk.FlushWork(x)
+		kthread.SetErrorHandler(nil)
+		got := <-calls
+		if got.tid != 0 {
+			t.Errorf("%s: TID() = %d while the worker had no thread, want 0", c.name, got.tid)
+		}
+		want := sched.Attr{Policy: sched.PolicyNormal, Nice: n}
+		switch {
+		case c.ok && got.err != nil:
+			t.Errorf("%s between threads = %v, want nil", c.name, got.err)
+		case !c.ok && !errors.Is(got.err, kthread.ErrPermission):
+			t.Errorf("%s between threads = %v, want ErrPermission", c.name, got.err)
+		case c.ok:
+			want = c.want
+		}
+		waitFor(t, "the replacement", func() bool { return wk.TID() != 0 })
+		checkClass(t, wk, want)
+	}
+}

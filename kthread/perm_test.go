@@ -6,6 +6,7 @@ import (
 	"github.com/gowq/wq/internal/testutil"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -56,6 +57,16 @@ func checkRefused() []string {
 	}
 	if c, err := wk.Class(); c != beforeClass || (err == nil) != (beforeErr == nil) {
 		fails = append(fails, fmt.Sprintf("after refused changes Class() = %v, %v; want unchanged %v, %v", c, err, beforeClass, beforeErr))
+	}
+	// The class recorded for replacement threads did not change either.
+	x := kthread.NewWork(runtime.Goexit)
+	wk.QueueWork(x)
+	wk.FlushWork(x)
+	for wk.TID() == 0 {
+		runtime.Gosched()
+	}
+	if a, err := sched.GetAttr(wk.TID()); err != nil || a != before {
+		fails = append(fails, fmt.Sprintf("replacement thread after refused changes is %+v (%v), want %+v", a, err, before))
 	}
 	_ = wk.Destroy()
 	// PerCPU: the default HIGHPRI fallback and the FIFO-low workers.
