@@ -692,8 +692,10 @@ func newBarrier(wk *Worker) *Work {
 // worker is used (the kernel's work->worker), even if it is not wk; for an
 // item queued through a PerCPU set's fallback, the fallback workqueue's
 // flush is used. It blocks for as long as that takes. Called from a work
-// function of the same worker it would wait forever: it returns false at
-// once and reports ErrDeadlock. Mirrors kthread_flush_work().
+// function of the same worker (or a handler running for one) it would
+// wait forever: it returns false at once and reports ErrDeadlock. The
+// check costs a few us, and only when the call would wait. Mirrors
+// kthread_flush_work().
 func (wk *Worker) FlushWork(w *Work) bool { return flushWork(w) }
 
 func flushWork(w *Work) bool {
@@ -738,8 +740,9 @@ func flushWork(w *Work) bool {
 // has finished executing (items queued during the wait may still be
 // pending; delayed items whose timer has not fired are not waited for).
 // It returns at once on a destroyed worker. Called from one of the
-// worker's own work functions it would wait forever: it returns at once
-// and reports ErrDeadlock. Mirrors kthread_flush_worker().
+// worker's own work functions (or a handler running for one) it would
+// wait forever: it returns at once and reports ErrDeadlock. Mirrors
+// kthread_flush_worker().
 func (wk *Worker) FlushWorker() {
 	if wk == nil || wk.fallback != nil {
 		return
@@ -764,7 +767,8 @@ func (wk *Worker) FlushWorker() {
 // stops its timer if it is a delayed item), then waits for a running
 // instance to finish. While it waits, queueing w returns false. It returns
 // true if w was pending. The item's own worker is used, as for FlushWork.
-// Called from w's own function it does not wait (that would deadlock) and
+// Called from w's own function (or another item of the same worker, or a
+// handler running for one) it does not wait (that would deadlock) and
 // reports ErrDeadlock. Mirrors kthread_cancel_work_sync().
 func (wk *Worker) CancelWorkSync(w *Work) bool { return cancelSync("kthread_cancel_work_sync", w) }
 
@@ -831,11 +835,15 @@ func cancelSync(op string, w *Work) bool {
 // the thread to exit. The kernel requires delayed work to be cancelled
 // before kthread_destroy_worker(); Destroy cancels any delayed item still
 // armed (it will not run) and then returns an error matching
-// ErrDelayedPending that names them. Otherwise it returns nil, also on a
-// second call, which waits for the first. Called from one of the worker's
-// own work functions it would deadlock: it returns an error matching
-// ErrDeadlock (also reported) and destroys nothing. Blocks until the queued
-// items have run. Mirrors kthread_destroy_worker().
+// ErrDelayedPending that names them. When Destroy returns, no item of the
+// worker is pending (FlushWork and the cancels of each return false at
+// once, and each may be queued on another worker) and TID reads 0.
+// Otherwise it returns nil, also on a second call, which waits for the
+// first. Called from one of the worker's own work functions, or from a
+// handler running for one (see SetPanicHandler), it would deadlock: it
+// returns an error matching ErrDeadlock (also reported) and destroys
+// nothing. Blocks until the queued items have run. Mirrors
+// kthread_destroy_worker().
 func (wk *Worker) Destroy() error {
 	if wk == nil || wk.fallback != nil {
 		return fmt.Errorf("kthread_destroy_worker: %w: nil worker", ErrInvalidArgument)
@@ -869,9 +877,17 @@ func (wk *Worker) Destroy() error {
 }
 
 // SetFIFO switches the running worker to SCHED_FIFO at FIFOPriority (50).
-// It returns an error matching ErrPermission when the kernel refuses,
-// ErrDestroyed for a destroyed worker, ErrInvalidArgument for nil. The
-// class is kept if the thread is ever replaced (runtime.Goexit). Mirrors
+// It returns an error matching ErrPermission, with a text saying how to
+// grant the privilege, when the kernel refuses (no CAP_SYS_NICE and
+// RLIMIT_RTPRIO, or a cgroup without RT runtime), and then changes
+// nothing: neither the thread nor the class that Class reports and that a
+// replacement thread gets. ErrDestroyed for a destroyed worker,
+// ErrInvalidArgument for nil. It acts on the worker's current thread
+// (one sched_setattr, under the lock that the thread takes before it
+// exits, so never on a stale tid); while a replacement thread starts, it
+// checks the class on a short-lived probe thread and the replacement
+// applies it. The class is kept if the thread is ever replaced. It blocks
+// for a system call (tens of us with a probe thread). Mirrors
 // sched_set_fifo(worker->task).
 func SetFIFO(wk *Worker) error {
 	return wk.setAttr("sched_set_fifo", sched.Attr{Policy: sched.PolicyFIFO, Priority: FIFOPriority})
@@ -884,8 +900,10 @@ func SetFIFOLow(wk *Worker) error {
 }
 
 // SetNormal switches the running worker to SCHED_OTHER at nice (-20..19).
-// Errors as SetFIFO, plus ErrInvalidArgument for a nice out of range; a
-// negative nice needs CAP_SYS_NICE or RLIMIT_NICE. Mirrors
+// Errors as SetFIFO, plus ErrInvalidArgument for a nice out of range.
+// Lowering the thread's nice (a negative one, or back down after raising
+// it, or below the nice the process runs at) needs CAP_SYS_NICE or
+// RLIMIT_NICE; refused, it changes nothing. Mirrors
 // sched_set_normal(worker->task, nice).
 func SetNormal(wk *Worker, nice int) error {
 	if nice < -20 || nice > 19 {
