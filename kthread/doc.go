@@ -15,7 +15,53 @@
 // locked to an OS thread other than the main thread and never unlocked, so
 // the name, affinity (CreateWorkerOnCPU) and class (WithFIFO, WithFIFOLow,
 // WithNice, SetFIFO, SetFIFOLow, SetNormal) set on that thread die with it
-// and never leak into unrelated goroutines.
+// and never leak into unrelated goroutines. Every worker's class is set
+// explicitly when its thread starts, SCHED_OTHER at nice 0 by default, so
+// that it does not inherit the nice or policy of whichever thread created
+// it (Worker.Class reports the class applied, and the one exception: a
+// process that may not lower its nice keeps it, reported once).
+//
+// # Thread lifecycle and identity
+//
+//   - Birth: the thread names itself, binds to its CPU, applies the class
+//     and records itself (TID) before it serves; CreateWorker returns
+//     after that.
+//   - Identity: a tid is recorded only while the worker's goroutine owns
+//     the thread, and is cleared, under the lock the setters take around
+//     their system call, in the thread's top frame before the goroutine
+//     exits. So TID never names a dead or foreign thread (it reads 0 after
+//     Destroy and while a replacement starts), and a setter never acts on
+//     a stale tid. "Is the caller this worker?", which turns waits that
+//     would wait for the caller into ErrDeadlock, compares goroutines, not
+//     thread ids or names (tids are reused, names repeat): the worker's
+//     goroutine, and helper goroutines running a handler on its behalf.
+//   - Exit: Destroy, or a work function that called runtime.Goexit (the
+//     goroutine exits locked and the runtime destroys the thread; a
+//     replacement thread with the same name, affinity and class takes
+//     over, ErrGoexit is reported).
+//   - Stray runtime.UnlockOSThread in a work function: the goroutine is
+//     locked sched.LockDepth (64) times, and the worker loop holds a lock
+//     level of its own outside work functions, so it parks, waits and
+//     exits locked whatever an item did, and fewer than 64 calls change
+//     nothing. A work function that unlocks 64 times and then leaves the
+//     thread (it blocks or is preempted and the Go scheduler moves it) is
+//     caught by a gettid after the item: the thread gets the process's
+//     name, affinity and class back (as far as the process may: a raised
+//     nice stays without CAP_SYS_NICE), the worker continues on a
+//     replacement thread and ErrThreadEscaped is reported. What the
+//     thread ran in between, while that work function was still running,
+//     cannot be undone.
+//
+// # Callbacks
+//
+// The panic handler, the error handler and the log/slog default (whose
+// handler is user code too) run on a helper goroutine that the caller
+// waits for, never on the worker's thread: one that panics (recovered,
+// printed to standard error) or calls runtime.Goexit ends only the
+// helper; the worker keeps its thread and the item is finished normally.
+// The helper counts as the worker for its waits (ErrDeadlock instead of
+// a hang); errors the error handler causes are printed instead of being
+// delivered to it again.
 //
 // The worker keeps a worklist and a list of delayed items whose timers are
 // armed, both guarded by the worker's mutex, which is held for a few
@@ -25,6 +71,11 @@
 // Flushes insert a barrier item after the flushed item (or at the head of
 // the list when it is running) and wait for it to run, as
 // kthread_flush_work does; cancel-sync blocks queueing while it waits.
+// While a cancel-sync holds an item, every other call on it returns at
+// once with the kernel's answer, from the item itself or from outside:
+// ModDelayedWork returns true without queueing, QueueWork and
+// QueueDelayedWork return false, another cancel waits and returns false,
+// and waits from the item's own function return ErrDeadlock.
 //
 // # Wake path
 //
@@ -73,13 +124,20 @@
 //     once unless it is cancelled, including across Destroy and hotplug.
 //     The one exception is Destroy with delayed items still armed, which
 //     the kernel forbids: they are cancelled and Destroy returns
-//     ErrDelayedPending naming them.
+//     ErrDelayedPending naming them. When Destroy returns, no item of the
+//     worker is pending: flushes and cancels of each return at once, and
+//     each may be queued on another worker.
+//   - Every wait returns: waits that would wait for the caller (from a
+//     work function, or a handler running for it, on its own worker)
+//     return at once and report ErrDeadlock.
 //   - Panics in work functions are recovered and reported
 //     (SetPanicHandler, default log/slog); the worker keeps serving.
 //   - A work function that calls runtime.Goexit ends its goroutine and
 //     thread; the worker detects it, starts a replacement thread with the
 //     same name, affinity and class (TID changes), reports ErrGoexit and
-//     keeps serving. Flush and cancel waiters are released normally.
+//     keeps serving. Flush and cancel waiters are released normally,
+//     after the report. The same for a work function that leaves the
+//     thread (ErrThreadEscaped, see above).
 //   - Use after Destroy: queueing returns false and reports ErrDestroyed
 //     once per worker; nothing is left pending, nothing panics.
 //   - Never a silent downgrade: a class the process may not use fails
@@ -106,7 +164,8 @@
 //	kthread_cancel_work_sync                      (*Worker).CancelWorkSync, (*PerCPU).CancelWorkSync
 //	kthread_cancel_delayed_work_sync              (*Worker).CancelDelayedWorkSync
 //	kthread_destroy_worker                        (*Worker).Destroy
-//	worker->task's pid                            (*Worker).TID
+//	worker->task's pid                            (*Worker).TID (0 once the thread has exited)
+//	sched_getattr(worker->task)                   (*Worker).Class
 //	seed 003 z_erofs_pcpu_workers + cpuhp state   PerCPU: NewPerCPU, Queue, QueueLocal, Worker, Destroy
 //
 // Differences from the kernel: a work item queued on a second worker while

@@ -4,7 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"runtime/debug"
 	"sync/atomic"
+
+	"github.com/gowq/wq/internal/sched"
 )
 
 // Errors. All are matched with errors.Is.
@@ -40,6 +44,14 @@ var (
 	// ErrGoexit: a work function called runtime.Goexit; the worker's thread
 	// was replaced (reported to the error handler).
 	ErrGoexit = errors.New("kthread: work function called runtime.Goexit")
+	// ErrThreadEscaped: a work function called runtime.UnlockOSThread as
+	// many times as the worker's goroutine was locked (64) and then left
+	// the worker's thread (it blocked or was preempted, and the Go
+	// scheduler ran it on another thread and was free to run other
+	// goroutines on the worker's). The worker gave that thread the
+	// process's name, affinity and class back and continues on a new
+	// thread with its own (reported to the error handler).
+	ErrThreadEscaped = errors.New("kthread: work function unlocked the worker's goroutine from its thread (runtime.UnlockOSThread)")
 )
 
 // PanicInfo describes a panic recovered from a work function.
@@ -60,13 +72,21 @@ var (
 	errorHandler atomic.Pointer[func(op, fn string, err error)]
 )
 
-// SetPanicHandler sets the function called, on the worker's thread, when a
-// work function panics; nil restores the default, which logs the worker,
-// the function, the value and the stack with log/slog at error level. The
-// worker keeps serving and flush waiters are released; the item counts as
-// done. Panics of items run on a PerCPU set's fallback workqueue go to
-// wq.SetPanicHandler instead. Safe from any goroutine; the handler should
-// not block (it delays every item behind it).
+// SetPanicHandler sets the function called when a work function panics;
+// nil restores the default, which logs the worker, the function, the
+// value and the stack with log/slog at error level. The worker keeps
+// serving and flush waiters are released; the item counts as done. Panics
+// of items run on a PerCPU set's fallback workqueue go to
+// wq.SetPanicHandler instead.
+//
+// The handler runs on a helper goroutine, not on the worker's thread, and
+// the worker waits for it: a handler that panics (the panic is recovered
+// and printed to standard error) or calls runtime.Goexit ends only that
+// goroutine, and the worker carries on. The helper counts as the worker
+// for waits on it: FlushWork, CancelWorkSync, FlushWorker or Destroy of
+// the worker from the handler return ErrDeadlock instead of hanging. Safe
+// from any goroutine; the handler should not block (it delays every item
+// behind it).
 func SetPanicHandler(h func(PanicInfo)) {
 	if h == nil {
 		panicHandler.Store(nil)
@@ -76,12 +96,15 @@ func SetPanicHandler(h func(PanicInfo)) {
 }
 
 func reportPanic(pi PanicInfo) {
+	me := whoAmI()
 	if h := panicHandler.Load(); h != nil {
-		(*h)(pi)
+		deliver(me, "panic handler", false, func() { (*h)(pi) })
 		return
 	}
-	slog.Error("kthread: work function panicked", "worker", pi.Worker,
-		"function", pi.Func, "panic", fmt.Sprint(pi.Value), "stack", string(pi.Stack))
+	deliver(me, "log/slog", false, func() {
+		slog.Error("kthread: work function panicked", "worker", pi.Worker,
+			"function", pi.Func, "panic", fmt.Sprint(pi.Value), "stack", string(pi.Stack))
+	})
 }
 
 // SetErrorHandler sets the function called when an operation that returns
@@ -89,10 +112,14 @@ func reportPanic(pi PanicInfo) {
 // error: queueing on a destroyed worker (ErrDestroyed, once per worker), on
 // a second worker (ErrOtherWorker), a nil function (ErrNoFunc), a wait that
 // would deadlock (ErrDeadlock), a work function that called runtime.Goexit
-// (ErrGoexit), a PerCPU worker that could not be created after a CPU came
-// online. op names the kernel function ("kthread_queue_work"), fn the work
-// function (or the worker's name). nil restores the default, which logs
-// with log/slog at warning level. Safe from any goroutine; the handler must
+// (ErrGoexit) or left the worker's thread (ErrThreadEscaped), a PerCPU
+// worker that could not be created after a CPU came online. op names the
+// kernel function ("kthread_queue_work"), fn the work function (or the
+// worker's name). nil restores the default, which logs with log/slog at
+// warning level. The handler (and the default's slog call, whose handler
+// may be user code too) runs on a helper goroutine that the caller waits
+// for, contained as the panic handler is (see SetPanicHandler), also when
+// the caller is not a worker. Safe from any goroutine; the handler must
 // not block.
 func SetErrorHandler(h func(op, fn string, err error)) {
 	if h == nil {
@@ -103,9 +130,44 @@ func SetErrorHandler(h func(op, fn string, err error)) {
 }
 
 func reportError(op, fn string, err error) {
-	if h := errorHandler.Load(); h != nil {
-		(*h)(op, fn, err)
+	me := whoAmI()
+	if me.errorHandler {
+		// An error caused by the error handler itself: calling it again
+		// could recurse without end.
+		fmt.Fprintf(os.Stderr, "kthread: %s failed (function %s): %v (caused by the error handler; not delivered to it)\n", op, fn, err)
 		return
 	}
-	slog.Warn("kthread: "+op+" failed", "function", fn, "err", err)
+	if h := errorHandler.Load(); h != nil {
+		deliver(me, "error handler", true, func() { (*h)(op, fn, err) })
+		return
+	}
+	deliver(me, "log/slog", true, func() { slog.Warn("kthread: "+op+" failed", "function", fn, "err", err) })
+}
+
+// deliver runs fn, a user callback, on a new goroutine and waits for it.
+// A panic in fn is recovered there and printed to standard error (not
+// through log/slog, whose handler may be what panicked); runtime.Goexit
+// in fn ends only that goroutine. So a callback can neither kill a
+// worker's thread nor leave its item marked running. The helper acts for
+// the same worker as the caller, me (see actors), so that a wait it
+// starts on that worker returns ErrDeadlock instead of waiting for the
+// caller, which waits for it; errorHandler marks a helper running the
+// error handler (see reportError). Costs a goroutine and a few us
+// (sched.GoroutineState); used on error paths only.
+func deliver(me actor, what string, errorHandler bool, fn func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if g, _, ok := sched.GoroutineState(); ok {
+			actors.Store(g, actor{wk: me.wk, errorHandler: errorHandler})
+			defer actors.Delete(g)
+		}
+		defer func() {
+			if r := recover(); r != nil {
+				fmt.Fprintf(os.Stderr, "kthread: %s panicked (recovered): %v\n%s", what, r, debug.Stack())
+			}
+		}()
+		fn()
+	}()
+	<-done
 }

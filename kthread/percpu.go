@@ -80,7 +80,7 @@ func NewPerCPU(name string, fallback *wq.Workqueue, opts ...Option) (*PerCPU, er
 	// missed (the seed's "could miss cpu{off,on}line?").
 	s.cancelSub = wq.OnCPUChange(s.apply)
 	s.mu.Lock()
-	err = s.applyLocked(wq.OnlineCPUs(), true)
+	err, _ = s.applyLocked(wq.OnlineCPUs(), true)
 	s.mu.Unlock()
 	if err != nil {
 		_ = s.Destroy()
@@ -92,8 +92,12 @@ func NewPerCPU(name string, fallback *wq.Workqueue, opts ...Option) (*PerCPU, er
 // apply is the hotplug subscriber: it makes the table match online.
 func (s *PerCPU) apply(online []int) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	_ = s.applyLocked(online, false)
+	_, errs := s.applyLocked(online, false)
+	s.mu.Unlock()
+	// Reported after unlocking: the error handler may call into the set.
+	for _, err := range errs {
+		reportError("kthread_create_worker_on_cpu", s.name, err)
+	}
 }
 
 // applyLocked creates workers for CPUs in online that have none and
@@ -102,11 +106,12 @@ func (s *PerCPU) apply(online []int) {
 // after its queued items have run (erofs_cpu_offline's synchronize_rcu +
 // kthread_destroy_worker; the wq subscriber must not block). With strict,
 // the first creation error is returned; otherwise creation errors are
-// reported and the CPU stays without a worker (its items go to the
-// fallback). Called with mu held.
-func (s *PerCPU) applyLocked(online []int, strict bool) error {
+// returned for the caller to report once mu is unlocked, and the CPU
+// stays without a worker (its items go to the fallback). Called with mu
+// held.
+func (s *PerCPU) applyLocked(online []int, strict bool) (first error, errs []error) {
 	if s.destroyed.Load() {
-		return nil
+		return nil, nil
 	}
 	old := *s.workers.Load()
 	n := len(old)
@@ -131,7 +136,7 @@ func (s *PerCPU) applyLocked(online []int, strict bool) error {
 				firstErr = err
 				break
 			}
-			reportError("kthread_create_worker_on_cpu", s.name, err)
+			errs = append(errs, err)
 			continue
 		}
 		tbl[c] = wk
@@ -152,7 +157,7 @@ func (s *PerCPU) applyLocked(online []int, strict bool) error {
 			}
 		}()
 	}
-	return firstErr
+	return firstErr, errs
 }
 
 // Queue queues w on CPU cpu's worker. If the CPU has no worker (offline,
@@ -266,12 +271,10 @@ func (s *PerCPU) CancelWorkSync(w *Work) bool { return cancelSync("kthread_cance
 // queued items have run. Mirrors erofs_cpu_hotplug_destroy() +
 // erofs_destroy_percpu_workers().
 func (s *PerCPU) Destroy() error {
-	for _, wk := range *s.workers.Load() {
-		if wk != nil && wk.onThread() {
-			err := fmt.Errorf("kthread: destroy per-CPU set %s: %w: called from its own work function", s.name, ErrDeadlock)
-			reportError("kthread_destroy_worker", s.name, err)
-			return err
-		}
+	if a := actingFor(); a != nil && a.set == s {
+		err := fmt.Errorf("kthread: destroy per-CPU set %s: %w: called from its own work function", s.name, ErrDeadlock)
+		reportError("kthread_destroy_worker", s.name, err)
+		return err
 	}
 	s.mu.Lock()
 	if s.destroyed.Load() {

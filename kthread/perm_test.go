@@ -6,6 +6,7 @@ import (
 	"github.com/gowq/wq/internal/testutil"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -43,10 +44,29 @@ func checkRefused() []string {
 	if err != nil {
 		return append(fails, "CreateWorker(plain): "+err.Error())
 	}
+	before, err := sched.GetAttr(wk.TID())
+	if err != nil {
+		return append(fails, "GetAttr: "+err.Error())
+	}
+	beforeClass, beforeErr := wk.Class()
 	expectPerm("SetFIFO", kthread.SetFIFO(wk))
+	expectPerm("SetFIFOLow", kthread.SetFIFOLow(wk))
 	expectPerm("SetNormal(-5)", kthread.SetNormal(wk, -5))
-	if a, err := sched.GetAttr(wk.TID()); err != nil || a != (sched.Attr{Policy: sched.PolicyNormal}) {
-		fails = append(fails, fmt.Sprintf("after refused changes the worker is %+v (%v), want unchanged", a, err))
+	if a, err := sched.GetAttr(wk.TID()); err != nil || a != before {
+		fails = append(fails, fmt.Sprintf("after refused changes the worker is %+v (%v), want unchanged %+v", a, err, before))
+	}
+	if c, err := wk.Class(); c != beforeClass || (err == nil) != (beforeErr == nil) {
+		fails = append(fails, fmt.Sprintf("after refused changes Class() = %v, %v; want unchanged %v, %v", c, err, beforeClass, beforeErr))
+	}
+	// The class recorded for replacement threads did not change either.
+	x := kthread.NewWork(runtime.Goexit)
+	wk.QueueWork(x)
+	wk.FlushWork(x)
+	for wk.TID() == 0 {
+		runtime.Gosched()
+	}
+	if a, err := sched.GetAttr(wk.TID()); err != nil || a != before {
+		fails = append(fails, fmt.Sprintf("replacement thread after refused changes is %+v (%v), want %+v", a, err, before))
 	}
 	_ = wk.Destroy()
 	// PerCPU: the default HIGHPRI fallback and the FIFO-low workers.

@@ -3,6 +3,7 @@ package kthread
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -27,19 +28,24 @@ const (
 )
 
 // Option selects a worker's scheduling class at creation. The last class
-// option given wins; with none the worker runs SCHED_OTHER at nice 0.
+// option given wins. With none the worker runs SCHED_OTHER at nice 0, set
+// explicitly (not inherited from the creating thread), except where the
+// process may not lower its nice to 0: see Worker.Class.
 type Option func(*options)
 
 type options struct {
-	attr sched.Attr
-	err  error
+	attr     sched.Attr
+	explicit bool // a class option was given
+	err      error
 }
 
 // WithFIFO makes the worker SCHED_FIFO at priority FIFOPriority (50), as
 // sched_set_fifo() does. Needs CAP_SYS_NICE or RLIMIT_RTPRIO >= 50;
 // otherwise creation fails with an error matching ErrPermission.
 func WithFIFO() Option {
-	return func(o *options) { o.attr = sched.Attr{Policy: sched.PolicyFIFO, Priority: FIFOPriority} }
+	return func(o *options) {
+		o.attr, o.explicit = sched.Attr{Policy: sched.PolicyFIFO, Priority: FIFOPriority}, true
+	}
 }
 
 // WithFIFOLow makes the worker SCHED_FIFO at priority FIFOLowPriority (1),
@@ -47,7 +53,9 @@ func WithFIFO() Option {
 // other RT thread. Needs CAP_SYS_NICE or RLIMIT_RTPRIO >= 1; otherwise
 // creation fails with an error matching ErrPermission.
 func WithFIFOLow() Option {
-	return func(o *options) { o.attr = sched.Attr{Policy: sched.PolicyFIFO, Priority: FIFOLowPriority} }
+	return func(o *options) {
+		o.attr, o.explicit = sched.Attr{Policy: sched.PolicyFIFO, Priority: FIFOLowPriority}, true
+	}
 }
 
 // WithNice makes the worker SCHED_OTHER at nice n (-20..19), as
@@ -60,7 +68,7 @@ func WithNice(n int) Option {
 			o.err = fmt.Errorf("%w: nice %d outside [-20, 19]", ErrInvalidArgument, n)
 			return
 		}
-		o.attr = sched.Attr{Policy: sched.PolicyNormal, Nice: n}
+		o.attr, o.explicit = sched.Attr{Policy: sched.PolicyNormal, Nice: n}, true
 	}
 }
 
@@ -119,7 +127,14 @@ type Worker struct {
 	// from the set's fallback workqueue. immutable.
 	fallback *wq.Workqueue
 
-	tid    atomic.Int64 // thread id of the current thread; atomic
+	// thread is the OS thread the worker's loop goroutine owns, nil while
+	// it owns none (while a replacement thread starts, and after the
+	// exit). The goroutine sets it on its thread before serving and clears
+	// it, with attrMu held, before it leaves the thread for good (or as
+	// soon as it finds that user code made it leave), so a non-nil value
+	// always names a live thread of this process that serves the worker
+	// and setters never act on a stale tid. Written under attrMu; atomic.
+	thread atomic.Pointer[thread]
 	parker sched.Parker // the worker's futex word; the thread parks on it
 
 	mu       sync.Mutex
@@ -129,12 +144,25 @@ type Worker struct {
 	dying    bool     // guarded by mu: Destroy began; new work is refused
 	exited   bool     // guarded by mu: the thread left its loop for good
 
-	attrMu sync.Mutex // serialises attribute changes with thread replacement
-	attr   sched.Attr // guarded by attrMu: the class the thread runs at
+	attrMu sync.Mutex // serialises attribute changes with thread start, exit and replacement; before mu
+	// attr is the class each thread of the worker is given: the one asked
+	// for (class option, last successful setter), or the default,
+	// SCHED_OTHER nice 0 (dflt). guarded by attrMu.
+	attr sched.Attr
+	dflt bool // guarded by attrMu: attr is the default, nobody asked for it
+	// applied is the class the current (or last) thread runs at, and
+	// classErr why it is not attr (nil when it is). guarded by attrMu.
+	applied  sched.Attr
+	classErr error
 
 	reported atomic.Bool   // ErrDestroyed reported once
 	done     chan struct{} // closed when the thread has left its loop for good
 }
+
+// thread is one OS thread that served a worker. Each thread start makes a
+// new one, so that comparing pointers cannot confuse two threads that got
+// the same tid (tids are reused).
+type thread struct{ tid int }
 
 // CreateWorker starts a worker on a new OS thread named name (truncated to
 // the kernel's 15 bytes in the thread name; Name returns it whole) and
@@ -174,7 +202,7 @@ func create(cpu int, name string, set *PerCPU, opts []Option) (*Worker, error) {
 	if err := checkPrivilege(o.attr); err != nil {
 		return nil, fmt.Errorf("kthread_create_worker(%q): %w", name, err)
 	}
-	wk := &Worker{name: name, cpu: cpu, set: set, attr: o.attr, done: make(chan struct{})}
+	wk := &Worker{name: name, cpu: cpu, set: set, attr: o.attr, dflt: !o.explicit, done: make(chan struct{})}
 	errc := make(chan error, 1)
 	sched.GoLocked(func() { wk.threadMain(errc) })
 	if err := <-errc; err != nil {
@@ -185,19 +213,37 @@ func create(cpu int, name string, set *PerCPU, opts []Option) (*Worker, error) {
 
 // threadMain is the body of the worker's thread (run by sched.GoLocked).
 // errc receives the setup result for the first thread; it is nil for a
-// thread that replaces one lost to runtime.Goexit.
+// thread that replaces one lost to runtime.Goexit or to an escape.
 func (wk *Worker) threadMain(errc chan<- error) {
+	if g, _, ok := sched.GoroutineState(); ok {
+		actors.Store(g, actor{wk: wk})
+		defer actors.Delete(g)
+	}
+	th := &thread{tid: sched.Gettid()}
+	stopped := false
+	defer func() {
+		// The thread's top frame: forget the thread before the goroutine
+		// exits (and the runtime destroys the thread), then let Destroy
+		// return.
+		wk.releaseThread(th)
+		if stopped {
+			close(wk.done)
+		}
+	}()
 	wk.attrMu.Lock()
-	wk.tid.Store(int64(sched.Gettid()))
-	err := wk.setupLocked()
+	wk.thread.Store(th)
+	warn, err := wk.setupLocked()
 	wk.attrMu.Unlock()
+	if warn != nil {
+		reportDefaultClass(wk.name, warn)
+	}
 	if errc != nil {
 		errc <- err
 		if err != nil {
 			return // the locked thread dies with its half-set attributes
 		}
 	} else if err != nil {
-		reportError("kthread_worker_fn", wk.name, fmt.Errorf("replacement thread keeps serving with default attributes: %w", err))
+		reportError("kthread_worker_fn", wk.name, fmt.Errorf("replacement thread keeps serving with the attributes it could get: %w", err))
 	}
 	// An RT worker reserves a P while it lives, as wq's RT pools do, so
 	// that it finds an idle P when the futex wakes it under load.
@@ -208,38 +254,54 @@ func (wk *Worker) threadMain(errc chan<- error) {
 		sched.ReserveP(1)
 		defer sched.ReserveP(-1)
 	}
-	if wk.loop() {
-		close(wk.done)
-	}
+	stopped = wk.loop(th)
+}
+
+// releaseThread forgets th if it is still the worker's thread. Setters
+// hold attrMu around their system call, so none acts on th afterwards.
+func (wk *Worker) releaseThread(th *thread) {
+	wk.attrMu.Lock()
+	wk.thread.CompareAndSwap(th, nil)
+	wk.attrMu.Unlock()
 }
 
 // setupLocked names the calling thread and applies the worker's affinity
-// and class. Called on the worker's thread with attrMu held.
-func (wk *Worker) setupLocked() error {
-	if err := sched.SetName(wk.name); err != nil {
-		return err
-	}
+// and class (applyClassLocked); it tries each even if one before failed
+// (a replacement thread keeps serving with what it could get) and
+// returns the first error. warn is a default class that could not be
+// applied, for the caller to report once attrMu is unlocked. Called on
+// the worker's thread with attrMu held.
+func (wk *Worker) setupLocked() (warn, err error) {
+	err = sched.SetName(wk.name)
 	if wk.cpu >= 0 {
-		if err := sched.SetAffinity(0, []int{wk.cpu}); err != nil {
-			if errors.Is(err, unix.EINVAL) {
-				return fmt.Errorf("%w: CPU %d: %w", ErrInvalidCPU, wk.cpu, err)
+		if e := sched.SetAffinity(0, []int{wk.cpu}); e != nil && err == nil {
+			err = e
+			if errors.Is(e, unix.EINVAL) {
+				err = fmt.Errorf("%w: CPU %d: %w", ErrInvalidCPU, wk.cpu, e)
 			}
-			return err
 		}
 	}
-	if wk.attr != (sched.Attr{}) {
-		if err := sched.SetAttr(0, wk.attr); err != nil {
-			return permErr(err)
-		}
+	warn, e := wk.applyClassLocked()
+	if e != nil && err == nil {
+		err = e
 	}
-	return nil
+	return warn, err
 }
 
 // loop is kthread_worker_fn(): run the worklist in order, park in the
 // futex when it is empty. It returns true when the worker stops for good
-// (Destroy and an empty worklist) and false when a work function called
-// runtime.Goexit (a replacement thread has taken over the loop).
-func (wk *Worker) loop() bool {
+// (Destroy and an empty worklist) and false when the calling goroutine
+// has retired (retire): a work function called runtime.Goexit or made it
+// leave its thread, and a replacement thread has taken over the loop. th
+// is the thread the calling goroutine owns.
+//
+// The loop holds one lock level of its own (runtime.LockOSThread) except
+// while a work function runs (see run): whatever a work function did to
+// the nesting count, the goroutine is locked to its thread while it
+// parks, waits for mu or exits, so the thread never goes back to the Go
+// scheduler from here.
+func (wk *Worker) loop(th *thread) bool {
+	runtime.LockOSThread()
 	wk.mu.Lock()
 	for {
 		wk.current = nil
@@ -259,38 +321,106 @@ func (wk *Worker) loop() bool {
 		wk.mu.Unlock()
 		if w.barrier != nil {
 			close(w.barrier) // kthread_flush_work_fn
-		} else if !wk.run(w) {
+		} else if !wk.run(w, th) {
 			return false
 		}
 		wk.mu.Lock()
 	}
 }
 
-// run calls w's function with panics recovered. It returns false when the
-// function called runtime.Goexit: the goroutine, and with it the locked
-// thread, is then ending, so run starts a replacement thread (same name,
-// affinity and class) that continues the loop, and reports ErrGoexit.
-func (wk *Worker) run(w *Work) (ok bool) {
+// run calls w's function with panics recovered, with the loop's own lock
+// level given up meanwhile (the sched.LockDepth levels of sched.GoLocked
+// remain). It returns false when the calling goroutine has retired: the
+// function called runtime.Goexit (the goroutine, and with it the locked
+// thread, is then ending), or the goroutine is no longer on th: the
+// function called runtime.UnlockOSThread as many times as it was locked
+// and then blocked or was preempted, so the Go scheduler moved it and
+// may run other goroutines on th. A replacement thread (same name,
+// affinity and class) then continues the loop, and ErrGoexit or
+// ErrThreadEscaped is reported. Fewer calls only lower the nesting count
+// and are harmless. The check costs a gettid per item.
+func (wk *Worker) run(w *Work, th *thread) (ok bool) {
 	returned := false
+	runtime.UnlockOSThread() // the loop's level
 	defer func() {
-		if returned {
-			return
+		// Locked again, to whatever thread the goroutine is on now: if it
+		// ends here (Goexit), that thread ends with it.
+		runtime.LockOSThread()
+		var cause error
+		if !returned {
+			if r := recover(); r != nil {
+				reportPanic(PanicInfo{Worker: wk.name, Func: w.Func(), Value: r, Stack: debug.Stack()})
+			} else {
+				cause = ErrGoexit
+			}
 		}
-		if r := recover(); r != nil {
-			reportPanic(PanicInfo{Worker: wk.name, Func: w.Func(), Value: r, Stack: debug.Stack()})
+		if !sched.StillOn(th.tid) {
+			if cause != nil {
+				cause = fmt.Errorf("%w; %w", ErrThreadEscaped, cause)
+			} else {
+				cause = ErrThreadEscaped
+			}
+		}
+		if cause == nil {
 			ok = true
 			return
 		}
-		// runtime.Goexit.
-		wk.mu.Lock()
-		wk.current = nil
-		wk.mu.Unlock()
-		sched.GoLocked(func() { wk.threadMain(nil) })
-		reportError("kthread_worker_fn", w.Func(), fmt.Errorf("%w; worker %s continues on a new thread", ErrGoexit, wk.name))
+		wk.retire(th, w.Func(), cause)
+		ok = false
 	}()
 	w.fn()
 	returned = true
 	return true
+}
+
+// retire ends the calling goroutine's service on th, after a work
+// function called runtime.Goexit (cause ErrGoexit) or made it leave th
+// (cause matching ErrThreadEscaped): it forgets th (under attrMu, so that
+// TID and the setters never see it again), gives an escaped th the
+// process's attributes back (repairLocked), reports cause, marks the item
+// done and starts a replacement thread, which applies the worker's name,
+// affinity and class and continues the loop. The calling
+// goroutine must then end; it is locked to the thread it is on, which
+// ends with it.
+func (wk *Worker) retire(th *thread, fn string, cause error) {
+	var repair error
+	wk.attrMu.Lock()
+	wk.thread.CompareAndSwap(th, nil)
+	if errors.Is(cause, ErrThreadEscaped) {
+		repair = wk.repairLocked(th)
+	}
+	wk.attrMu.Unlock()
+	err := fmt.Errorf("%w; worker %s continues on a new thread", cause, wk.name)
+	if repair != nil {
+		err = fmt.Errorf("%w; thread %d keeps some of the worker's attributes: %w", err, th.tid, repair)
+	}
+	// Reported before the item is done, so that whoever flushed it sees
+	// the report once the flush returns.
+	reportError("kthread_worker_fn", fn, err)
+	wk.mu.Lock()
+	wk.current = nil
+	wk.mu.Unlock()
+	sched.GoLocked(func() { wk.threadMain(nil) })
+}
+
+// repairLocked gives th, which the calling goroutine has left, the
+// process's attributes back (sched.ResetThread): th is back in the Go
+// scheduler and may run any goroutine. It leaves th alone if th has
+// exited or been renamed: then another owner locked it and gave it
+// attributes of its own. Called with attrMu held.
+func (wk *Worker) repairLocked(th *thread) error {
+	if name, err := sched.ThreadName(th.tid); err != nil || name != threadName(wk.name) {
+		return nil
+	}
+	return sched.ResetThread(th.tid)
+}
+
+// threadName is name as the kernel keeps it: its first 15 bytes.
+func threadName(name string) string {
+	if len(name) > 15 {
+		return name[:15]
+	}
+	return name
 }
 
 // Name returns the worker's full name ("name" or "name/cpu"); the thread
@@ -301,14 +431,19 @@ func (wk *Worker) Name() string { return wk.name }
 func (wk *Worker) CPU() int { return wk.cpu }
 
 // TID returns the thread id of the worker's thread (for sched_getattr,
-// taskset, ps -L). It changes only when a work function calls
-// runtime.Goexit and the thread is replaced; after Destroy it returns the
-// id of the thread that has exited. Never blocks.
-func (wk *Worker) TID() int { return int(wk.tid.Load()) }
-
-// onThread reports whether the caller runs on the worker's thread (costs
-// a gettid).
-func (wk *Worker) onThread() bool { return sched.OnThread(wk.TID(), wk.name) }
+// taskset, ps -L), or 0 when the worker has no thread: after Destroy has
+// returned (the thread has exited or is exiting), and for a moment while a
+// replacement thread starts. A non-zero TID is a live thread of this
+// process that serves the worker when TID reads it (the id may belong to
+// another thread later: tids are reused). It changes when the thread is
+// replaced (a work function called runtime.Goexit or made the worker leave
+// its thread, see the package documentation). Never blocks.
+func (wk *Worker) TID() int {
+	if th := wk.thread.Load(); th != nil {
+		return th.tid
+	}
+	return 0
+}
 
 // result of queueing.
 type result int
@@ -379,7 +514,7 @@ func (wk *Worker) insertLocked(w *Work, chainAny bool) result {
 	if w.list != nil || w.canceling > 0 {
 		return busy // queuing_blocked(); a pending item runs before a dying worker exits
 	}
-	if wk.dying && (wk.current != w || !(chainAny || wk.onThread())) {
+	if wk.dying && (wk.current != w || !(chainAny || wk.self())) {
 		return refused
 	}
 	wk.worklist.pushBack(w)
@@ -557,8 +692,10 @@ func newBarrier(wk *Worker) *Work {
 // worker is used (the kernel's work->worker), even if it is not wk; for an
 // item queued through a PerCPU set's fallback, the fallback workqueue's
 // flush is used. It blocks for as long as that takes. Called from a work
-// function of the same worker it would wait forever: it returns false at
-// once and reports ErrDeadlock. Mirrors kthread_flush_work().
+// function of the same worker (or a handler running for one) it would
+// wait forever: it returns false at once and reports ErrDeadlock. The
+// check costs a few us, and only when the call would wait. Mirrors
+// kthread_flush_work().
 func (wk *Worker) FlushWork(w *Work) bool { return flushWork(w) }
 
 func flushWork(w *Work) bool {
@@ -578,7 +715,7 @@ func flushWork(w *Work) bool {
 		o.mu.Unlock()
 		return false
 	}
-	if o.onThread() {
+	if o.self() {
 		o.mu.Unlock()
 		reportError("kthread_flush_work", w.Func(), ErrDeadlock)
 		return false
@@ -603,13 +740,14 @@ func flushWork(w *Work) bool {
 // has finished executing (items queued during the wait may still be
 // pending; delayed items whose timer has not fired are not waited for).
 // It returns at once on a destroyed worker. Called from one of the
-// worker's own work functions it would wait forever: it returns at once
-// and reports ErrDeadlock. Mirrors kthread_flush_worker().
+// worker's own work functions (or a handler running for one) it would
+// wait forever: it returns at once and reports ErrDeadlock. Mirrors
+// kthread_flush_worker().
 func (wk *Worker) FlushWorker() {
 	if wk == nil || wk.fallback != nil {
 		return
 	}
-	if wk.onThread() {
+	if wk.self() {
 		reportError("kthread_flush_worker", wk.name, ErrDeadlock)
 		return
 	}
@@ -629,7 +767,8 @@ func (wk *Worker) FlushWorker() {
 // stops its timer if it is a delayed item), then waits for a running
 // instance to finish. While it waits, queueing w returns false. It returns
 // true if w was pending. The item's own worker is used, as for FlushWork.
-// Called from w's own function it does not wait (that would deadlock) and
+// Called from w's own function (or another item of the same worker, or a
+// handler running for one) it does not wait (that would deadlock) and
 // reports ErrDeadlock. Mirrors kthread_cancel_work_sync().
 func (wk *Worker) CancelWorkSync(w *Work) bool { return cancelSync("kthread_cancel_work_sync", w) }
 
@@ -670,7 +809,7 @@ func cancelSync(op string, w *Work) bool {
 		o.mu.Unlock()
 		return was
 	}
-	if o.onThread() {
+	if o.self() {
 		o.mu.Unlock()
 		reportError(op, w.Func(), ErrDeadlock)
 		return was
@@ -696,16 +835,20 @@ func cancelSync(op string, w *Work) bool {
 // the thread to exit. The kernel requires delayed work to be cancelled
 // before kthread_destroy_worker(); Destroy cancels any delayed item still
 // armed (it will not run) and then returns an error matching
-// ErrDelayedPending that names them. Otherwise it returns nil, also on a
-// second call, which waits for the first. Called from one of the worker's
-// own work functions it would deadlock: it returns an error matching
-// ErrDeadlock (also reported) and destroys nothing. Blocks until the queued
-// items have run. Mirrors kthread_destroy_worker().
+// ErrDelayedPending that names them. When Destroy returns, no item of the
+// worker is pending (FlushWork and the cancels of each return false at
+// once, and each may be queued on another worker) and TID reads 0.
+// Otherwise it returns nil, also on a second call, which waits for the
+// first. Called from one of the worker's own work functions, or from a
+// handler running for one (see SetPanicHandler), it would deadlock: it
+// returns an error matching ErrDeadlock (also reported) and destroys
+// nothing. Blocks until the queued items have run. Mirrors
+// kthread_destroy_worker().
 func (wk *Worker) Destroy() error {
 	if wk == nil || wk.fallback != nil {
 		return fmt.Errorf("kthread_destroy_worker: %w: nil worker", ErrInvalidArgument)
 	}
-	if wk.onThread() {
+	if wk.self() {
 		err := fmt.Errorf("kthread_destroy_worker(%s): %w: called from its own work function", wk.name, ErrDeadlock)
 		reportError("kthread_destroy_worker", wk.name, err)
 		return err
@@ -734,9 +877,17 @@ func (wk *Worker) Destroy() error {
 }
 
 // SetFIFO switches the running worker to SCHED_FIFO at FIFOPriority (50).
-// It returns an error matching ErrPermission when the kernel refuses,
-// ErrDestroyed for a destroyed worker, ErrInvalidArgument for nil. The
-// class is kept if the thread is ever replaced (runtime.Goexit). Mirrors
+// It returns an error matching ErrPermission, with a text saying how to
+// grant the privilege, when the kernel refuses (no CAP_SYS_NICE and
+// RLIMIT_RTPRIO, or a cgroup without RT runtime), and then changes
+// nothing: neither the thread nor the class that Class reports and that a
+// replacement thread gets. ErrDestroyed for a destroyed worker,
+// ErrInvalidArgument for nil. It acts on the worker's current thread
+// (one sched_setattr, under the lock that the thread takes before it
+// exits, so never on a stale tid); while a replacement thread starts, it
+// checks the class on a short-lived probe thread and the replacement
+// applies it. The class is kept if the thread is ever replaced. It blocks
+// for a system call (tens of us with a probe thread). Mirrors
 // sched_set_fifo(worker->task).
 func SetFIFO(wk *Worker) error {
 	return wk.setAttr("sched_set_fifo", sched.Attr{Policy: sched.PolicyFIFO, Priority: FIFOPriority})
@@ -749,8 +900,10 @@ func SetFIFOLow(wk *Worker) error {
 }
 
 // SetNormal switches the running worker to SCHED_OTHER at nice (-20..19).
-// Errors as SetFIFO, plus ErrInvalidArgument for a nice out of range; a
-// negative nice needs CAP_SYS_NICE or RLIMIT_NICE. Mirrors
+// Errors as SetFIFO, plus ErrInvalidArgument for a nice out of range.
+// Lowering the thread's nice (a negative one, or back down after raising
+// it, or below the nice the process runs at) needs CAP_SYS_NICE or
+// RLIMIT_NICE; refused, it changes nothing. Mirrors
 // sched_set_normal(worker->task, nice).
 func SetNormal(wk *Worker, nice int) error {
 	if nice < -20 || nice > 19 {
@@ -763,6 +916,8 @@ func (wk *Worker) setAttr(op string, a sched.Attr) error {
 	if wk == nil || wk.fallback != nil {
 		return fmt.Errorf("%s: %w: nil worker", op, ErrInvalidArgument)
 	}
+	// attrMu is held across the system call: the thread cannot be
+	// forgotten (and exit) meanwhile, so tid is never stale.
 	wk.attrMu.Lock()
 	defer wk.attrMu.Unlock()
 	wk.mu.Lock()
@@ -771,9 +926,18 @@ func (wk *Worker) setAttr(op string, a sched.Attr) error {
 	if exited {
 		return fmt.Errorf("%s(%s): %w", op, wk.name, ErrDestroyed)
 	}
-	if err := sched.SetAttr(wk.TID(), a); err != nil {
+	th := wk.thread.Load()
+	if th != nil {
+		// One sched_setattr: the kernel applies all of it or nothing.
+		if err := sched.SetAttr(th.tid, a); err != nil {
+			return fmt.Errorf("%s(%s): %w", op, wk.name, permErr(err))
+		}
+		wk.applied, wk.classErr = a, nil
+	} else if err := sched.Probe(nil, &a); err != nil {
+		// Between two threads: the replacement applies wk.attr when it
+		// starts; check on a short-lived thread that it can.
 		return fmt.Errorf("%s(%s): %w", op, wk.name, permErr(err))
 	}
-	wk.attr = a
+	wk.attr, wk.dflt = a, false
 	return nil
 }

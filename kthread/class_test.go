@@ -1,0 +1,413 @@
+package kthread_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/sched"
+	"github.com/gowq/wq/internal/testutil"
+	"github.com/gowq/wq/kthread"
+)
+
+// canSetNice reports whether a thread of this process may be given nice n
+// now (tried on a short-lived thread).
+func canSetNice(n int) bool {
+	return sched.Probe(nil, &sched.Attr{Policy: sched.PolicyNormal, Nice: n}) == nil
+}
+
+// mayLowerNice reports whether this process may lower a thread's nice
+// to n from any higher value: CAP_SYS_NICE, or RLIMIT_NICE >= 20 - n.
+func mayLowerNice(n int) bool {
+	if sched.HasCapSysNice() {
+		return true
+	}
+	var rl syscall.Rlimit
+	const rlimitNice = 13 // RLIMIT_NICE
+	return syscall.Getrlimit(rlimitNice, &rl) == nil && rl.Cur >= uint64(20-n)
+}
+
+// checkClass checks that wk's thread runs a and that Class says so.
+func checkClass(t *testing.T, wk *kthread.Worker, a sched.Attr) {
+	t.Helper()
+	checkAttr(t, wk, a)
+	c, err := wk.Class()
+	if want := (kthread.Class{Policy: a.Policy.String(), Priority: a.Priority, Nice: a.Nice}); c != want || err != nil {
+		t.Errorf("%s: Class() = %v, %v; want %v, nil", wk.Name(), c, err, want)
+	}
+}
+
+// TestClassApplied: a worker runs the class it was given, SCHED_OTHER at
+// nice 0 by default (set, not inherited); a setter that succeeds changes
+// it, one that the kernel refuses changes nothing, and Class reports it
+// throughout. Where this process may not lower its nice to 0 (`nice -n
+// 19` unprivileged), the default keeps the inherited nice and Class says
+// so with ErrPermission.
+func TestClassApplied(t *testing.T) {
+	captureErrors(t)
+	normal0 := sched.Attr{Policy: sched.PolicyNormal}
+	plain := newWorker(t, "kt-class")
+	if canSetNice(0) {
+		checkClass(t, plain, normal0)
+	} else {
+		c, err := plain.Class()
+		proc, _ := sched.GetAttr(os.Getpid())
+		if !errors.Is(err, kthread.ErrPermission) || c.Nice != proc.Nice {
+			t.Errorf("Class() = %v, %v; want the inherited nice %d and ErrPermission", c, err, proc.Nice)
+		}
+		checkAttr(t, plain, sched.Attr{Policy: sched.PolicyNormal, Nice: proc.Nice})
+	}
+	n := testNice(t)
+	nw := newWorker(t, "kt-class-nice", kthread.WithNice(n))
+	checkClass(t, nw, sched.Attr{Policy: sched.PolicyNormal, Nice: n})
+	if n < 19 {
+		if err := kthread.SetNormal(nw, 19); err != nil {
+			t.Fatal(err)
+		}
+		checkClass(t, nw, sched.Attr{Policy: sched.PolicyNormal, Nice: 19})
+	}
+	// Lowering nice back, and RT, may be refused; refused changes nothing.
+	before, _ := nw.Class()
+	beforeAttr, _ := sched.GetAttr(nw.TID())
+	for _, s := range []struct {
+		name string
+		set  func() error
+		ok   bool
+		want sched.Attr
+	}{
+		{"SetNormal(0)", func() error { return kthread.SetNormal(nw, 0) }, mayLowerNice(0), normal0},
+		{"SetFIFOLow", func() error { return kthread.SetFIFOLow(nw) }, sched.CheckRT(1) == nil,
+			sched.Attr{Policy: sched.PolicyFIFO, Priority: kthread.FIFOLowPriority}},
+		{"SetNormal(-5)", func() error { return kthread.SetNormal(nw, -5) }, canSetNice(-5),
+			sched.Attr{Policy: sched.PolicyNormal, Nice: -5}},
+	} {
+		err := s.set()
+		switch {
+		case s.ok && err != nil:
+			t.Errorf("%s = %v, want nil", s.name, err)
+		case s.ok:
+			checkClass(t, nw, s.want)
+			before, _ = nw.Class()
+			beforeAttr = s.want
+		case !errors.Is(err, kthread.ErrPermission) || !strings.Contains(err.Error(), "CAP_SYS_NICE"):
+			t.Errorf("%s = %v, want ErrPermission saying how to grant it", s.name, err)
+		default:
+			if c, cerr := nw.Class(); c != before || cerr != nil {
+				t.Errorf("after a refused %s: Class() = %v, %v; want %v, nil", s.name, c, cerr, before)
+			}
+			checkAttr(t, nw, beforeAttr)
+		}
+	}
+	var nilWk *kthread.Worker
+	if _, err := nilWk.Class(); !errors.Is(err, kthread.ErrInvalidArgument) {
+		t.Errorf("nil Class() = %v, want ErrInvalidArgument", err)
+	}
+}
+
+// TestClassKeptByReplacement: a class set with a setter is the class of
+// the thread that replaces one lost to runtime.Goexit, also when it was
+// set while the replacement was starting.
+func TestClassKeptByReplacement(t *testing.T) {
+	captureErrors(t)
+	wk := newWorker(t, "kt-class-repl")
+	n := testNice(t)
+	for _, nice := range []int{n, n + 1, 19} {
+		nice = min(nice, 19)
+		if err := kthread.SetNormal(wk, nice); err != nil {
+			t.Fatal(err)
+		}
+		x := kthread.NewWork(runtime.Goexit)
+		wk.QueueWork(x)
+		wk.FlushWork(x)
+		waitFor(t, "the replacement thread", func() bool { return wk.TID() != 0 })
+		checkClass(t, wk, sched.Attr{Policy: sched.PolicyNormal, Nice: nice})
+	}
+}
+
+const niceChildEnv = "KTHREAD_TEST_NICE_CHILD"
+
+// reniceAll sets every thread of this process to nice 19, as `nice -n 19`
+// would have for a process started under it (setpriority(2) with a tid
+// changes one thread; threads created later inherit the creator's nice).
+func reniceAll() error {
+	for range 100 {
+		ents, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			return err
+		}
+		done := true
+		for _, e := range ents {
+			tid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			if a, err := sched.GetAttr(tid); err == nil && a.Nice == 19 {
+				continue
+			}
+			done = false
+			_ = syscall.Setpriority(syscall.PRIO_PROCESS, tid, 19)
+		}
+		if done {
+			return nil
+		}
+	}
+	return errors.New("threads keep appearing at another nice")
+}
+
+// countingSlog counts the warnings log/slog receives.
+type countingSlog struct {
+	mu    sync.Mutex
+	warns []string
+}
+
+func (h *countingSlog) Enabled(context.Context, slog.Level) bool { return true }
+func (h *countingSlog) Handle(_ context.Context, r slog.Record) error {
+	if r.Level == slog.LevelWarn {
+		h.mu.Lock()
+		h.warns = append(h.warns, r.Message)
+		h.mu.Unlock()
+	}
+	return nil
+}
+func (h *countingSlog) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *countingSlog) WithGroup(string) slog.Handler      { return h }
+
+// niceChild runs in a child process that reniced itself to 19; it
+// checks the default class and the setters there and prints OK or FAIL
+// lines.
+func niceChild() int {
+	var fails []string
+	fail := func(f string, args ...any) { fails = append(fails, fmt.Sprintf(f, args...)) }
+	if err := reniceAll(); err != nil {
+		fmt.Println("SKIP: renice:", err)
+		return 0
+	}
+	logs := &countingSlog{}
+	slog.SetDefault(slog.New(logs))
+	var mu sync.Mutex
+	var reported []error
+	kthread.SetErrorHandler(func(op, fn string, err error) {
+		mu.Lock()
+		reported = append(reported, err)
+		mu.Unlock()
+	})
+	privileged := canSetNice(0)
+	normal := func(n int) sched.Attr { return sched.Attr{Policy: sched.PolicyNormal, Nice: n} }
+	want := normal(0)
+	if !privileged {
+		want = normal(19)
+	}
+	check := func(wk *kthread.Worker) {
+		if a, err := sched.GetAttr(wk.TID()); err != nil || a != want {
+			fail("%s: thread runs %+v (%v), want %+v", wk.Name(), a, err, want)
+		}
+		c, err := wk.Class()
+		if c.Nice != want.Nice || c.Policy != "SCHED_OTHER" {
+			fail("%s: Class() = %v, want nice %d", wk.Name(), c, want.Nice)
+		}
+		switch {
+		case privileged && err != nil:
+			fail("%s: Class() error %v, want nil", wk.Name(), err)
+		case !privileged && (!errors.Is(err, kthread.ErrPermission) || !strings.Contains(err.Error(), "CAP_SYS_NICE")):
+			fail("%s: Class() error %v, want ErrPermission saying how to grant it", wk.Name(), err)
+		}
+	}
+	var workers []*kthread.Worker
+	for i := range 3 {
+		wk, err := kthread.CreateWorker("kt-niced-" + strconv.Itoa(i))
+		if err != nil {
+			fail("CreateWorker: %v", err)
+			continue
+		}
+		workers = append(workers, wk)
+	}
+	if wk, err := kthread.CreateWorkerOnCPU(wq.OnlineCPUs()[0], "kt-niced-cpu"); err != nil {
+		fail("CreateWorkerOnCPU: %v", err)
+	} else {
+		workers = append(workers, wk)
+	}
+	for _, wk := range workers {
+		check(wk)
+	}
+	if len(workers) > 0 { // a replacement thread gets the same
+		x := kthread.NewWork(runtime.Goexit)
+		workers[0].QueueWork(x)
+		workers[0].FlushWork(x)
+		for workers[0].TID() == 0 {
+			runtime.Gosched()
+		}
+		check(workers[0])
+	}
+	if fb, err := wq.Alloc("kt-niced-fb", wq.Unbound, 0); err == nil {
+		if s, err := kthread.NewPerCPU("kt-niced-pcpu", fb); err != nil {
+			fail("NewPerCPU: %v", err)
+		} else {
+			for _, c := range s.CPUs() {
+				check(s.Worker(c))
+			}
+			_ = s.Destroy()
+		}
+		fb.Destroy()
+	}
+	// Explicit classes: refused when they need privilege, never degraded.
+	if wk, err := kthread.CreateWorker("kt-niced-5", kthread.WithNice(5)); privileged && err != nil {
+		fail("WithNice(5) = %v", err)
+	} else if !privileged && !errors.Is(err, kthread.ErrPermission) {
+		fail("WithNice(5) = %v, want ErrPermission", err)
+	} else if wk != nil {
+		_ = wk.Destroy()
+	}
+	if len(workers) > 0 {
+		wk := workers[len(workers)-1]
+		before, beforeErr := wk.Class()
+		err := kthread.SetNormal(wk, 0)
+		switch {
+		case privileged && err != nil:
+			fail("SetNormal(0) = %v", err)
+		case !privileged && !errors.Is(err, kthread.ErrPermission):
+			fail("SetNormal(0) = %v, want ErrPermission", err)
+		case !privileged:
+			if c, cerr := wk.Class(); c != before || (cerr == nil) != (beforeErr == nil) {
+				fail("after a refused SetNormal(0): Class() = %v, %v; want %v, %v", c, cerr, before, beforeErr)
+			}
+			check(wk)
+		}
+		if err := kthread.SetNormal(wk, 19); err != nil {
+			fail("SetNormal(19) = %v", err)
+		} else if c, err := wk.Class(); c.Nice != 19 || err != nil {
+			fail("after SetNormal(19): Class() = %v, %v; want nice 19, nil", c, err)
+		}
+	}
+	for _, wk := range workers {
+		_ = wk.Destroy()
+	}
+	mu.Lock()
+	nrep := 0
+	for _, e := range reported {
+		if errors.Is(e, kthread.ErrPermission) {
+			nrep++
+		}
+	}
+	mu.Unlock()
+	logs.mu.Lock()
+	nlog := len(logs.warns)
+	logs.mu.Unlock()
+	wantReports := 1
+	if privileged {
+		wantReports = 0
+	}
+	if nrep != wantReports || nlog != wantReports {
+		fail("default class reported %d times to the error handler and %d to log/slog, want %d each (once): %v",
+			nrep, nlog, wantReports, reported)
+	}
+	for _, f := range fails {
+		fmt.Println("FAIL:", f)
+	}
+	if len(fails) > 0 {
+		return 1
+	}
+	fmt.Println("OK privileged =", privileged)
+	return 0
+}
+
+func runChild(t *testing.T, who string, cmd *exec.Cmd) {
+	t.Helper()
+	out, err := cmd.CombinedOutput()
+	text := string(out)
+	var exitErr *exec.ExitError
+	switch {
+	case err != nil && !errors.As(err, &exitErr):
+		t.Skipf("%s: cannot start the test binary: %v", who, err)
+	case strings.Contains(text, "SKIP:"):
+		t.Skipf("%s: %s", who, strings.TrimSpace(text))
+	case err != nil:
+		t.Errorf("%s: %v\n%s", who, err, text)
+	case !strings.Contains(text, "OK"):
+		t.Errorf("%s gave no verdict:\n%s", who, text)
+	default:
+		t.Logf("%s: %s", who, strings.TrimSpace(text))
+	}
+}
+
+// TestDefaultClassUnderNice runs the checks of niceChild in a child
+// process at nice 19: as this user (root or not) and, when root, as
+// nobody, who may not lower the nice: workers keep nice 19, Class says
+// so with ErrPermission, it is reported once, and setters that would
+// lower it are refused without changing anything.
+func TestDefaultClassUnderNice(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, "-test.run=^$")
+	cmd.Env = append(os.Environ(), niceChildEnv+"=1")
+	runChild(t, "this user", cmd)
+	if os.Geteuid() == 0 {
+		cmd, _ := testutil.NobodyCommand(t, []string{"-test.run=^$"}, niceChildEnv+"=1")
+		runChild(t, "nobody", cmd)
+	}
+}
+
+// TestSetterBetweenThreads: a setter called while the worker has no
+// thread (here: from the error handler reporting runtime.Goexit, before
+// the replacement starts) returns ErrPermission when no thread could get
+// the class (checked on a probe thread), and otherwise records it for the
+// replacement, which starts with it; TID reads 0 meanwhile.
+func TestSetterBetweenThreads(t *testing.T) {
+	n := testNice(t)
+	var wk *kthread.Worker
+	type call struct {
+		tid int
+		err error
+	}
+	for _, c := range []struct {
+		name string
+		set  func(*kthread.Worker) error
+		ok   bool
+		want sched.Attr
+	}{
+		{"SetNormal(up)", func(wk *kthread.Worker) error { return kthread.SetNormal(wk, min(n+3, 19)) }, true,
+			sched.Attr{Policy: sched.PolicyNormal, Nice: min(n+3, 19)}},
+		{"SetFIFOLow", kthread.SetFIFOLow, sched.CheckRT(1) == nil,
+			sched.Attr{Policy: sched.PolicyFIFO, Priority: kthread.FIFOLowPriority}},
+		{"SetNormal(-3)", func(wk *kthread.Worker) error { return kthread.SetNormal(wk, -3) }, canSetNice(-3),
+			sched.Attr{Policy: sched.PolicyNormal, Nice: -3}},
+	} {
+		wk = newWorker(t, "kt-between", kthread.WithNice(n))
+		calls := make(chan call, 1)
+		kthread.SetErrorHandler(func(op, fn string, err error) {
+			if errors.Is(err, kthread.ErrGoexit) {
+				calls <- call{wk.TID(), c.set(wk)}
+			}
+		})
+		x := kthread.NewWork(runtime.Goexit)
+		wk.QueueWork(x)
+		wk.FlushWork(x)
+		kthread.SetErrorHandler(nil)
+		got := <-calls
+		if got.tid != 0 {
+			t.Errorf("%s: TID() = %d while the worker had no thread, want 0", c.name, got.tid)
+		}
+		want := sched.Attr{Policy: sched.PolicyNormal, Nice: n}
+		switch {
+		case c.ok && got.err != nil:
+			t.Errorf("%s between threads = %v, want nil", c.name, got.err)
+		case !c.ok && !errors.Is(got.err, kthread.ErrPermission):
+			t.Errorf("%s between threads = %v, want ErrPermission", c.name, got.err)
+		case c.ok:
+			want = c.want
+		}
+		waitFor(t, "the replacement", func() bool { return wk.TID() != 0 })
+		checkClass(t, wk, want)
+	}
+}
