@@ -25,7 +25,9 @@ var modelRuns int64
 // runs have executed at least that many operations, about 4% of them on
 // the rescuer variants (slower: every item start waits for a mayday), and
 // logs the operations executed and the violations (failed rounds). A
-// failed round does not stop the next ones; three do.
+// failed round does not stop the next ones; three do. 10^6 operations took
+// 3 min 21 s on 2 CPUs (shared with other test runs), 0 violations; the
+// time is mostly waiting (mayday and 1 ms timers), not CPU.
 func TestModelLong(t *testing.T) {
 	s := os.Getenv("GOWQ_MODEL_LONG")
 	if s == "" {
