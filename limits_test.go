@@ -251,19 +251,27 @@ func headroomChild() {
 		if refused = wq.CheckThreadHeadroom(); refused != nil {
 			break
 		}
-		before, _ := threadsOf(os.Getpid())
+		tids := make(chan int, 1)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			runtime.LockOSThread() // the thread dies with the goroutine
+			tids <- unix.Gettid()
 			var b [1]byte
 			_, _ = unix.Read(fds[0], b[:])
 		}()
 		started++
-		childWait(30*time.Second, "the new thread", func() bool {
-			n, _ := threadsOf(os.Getpid())
-			return n > before
+		// Wait until it sleeps in the read, holding its thread; the
+		// runtime's other threads are what the margin is for.
+		st, err := sched.OpenStat(<-tids)
+		if err != nil {
+			childFail("%v", err)
+		}
+		childWait(30*time.Second, "the reader to block", func() bool {
+			s, err := st.State()
+			return err == nil && sched.Sleeping(s)
 		})
+		st.Close()
 	}
 	if !errors.Is(refused, wq.ErrThreadLimit) {
 		childFail("after %d threads: %v, want ErrThreadLimit", started, refused)
