@@ -151,6 +151,7 @@ func (q *Workqueue) rt() bool { return q.flags&RT != 0 }
 
 // update applies change to a copy of q's attributes, validates and
 // installs the result. Called without q.mu.
+//
 // The new attributes are validated against what this process can
 // actually do (applicable) before they are installed; a refused write
 // changes nothing. A write that leaves the attributes as they are is not
@@ -185,12 +186,14 @@ func (q *Workqueue) update(what string, change func(a *queueAttrs) error) error 
 
 // SetPolicy switches q's worker class (the "policy" attribute, seed 001's
 // switch): PolicyNormal, PolicyHighPri or PolicyFIFO. Not allowed on RT
-// queues (ErrReadOnly). The class is tried on a short-lived thread with
-// the affinity of each of the queue's pools first (see Attr validation in
-// the package comment of attrs.go): a class the process may not use
-// (without CAP_SYS_NICE or the rlimit, or in a cgroup without an RT
-// budget) returns ErrPermission and changes nothing. Blocks for one thread
-// creation per distinct worker CPU set (tens of us each).
+// queues (ErrReadOnly). Before it is accepted, the class is applied, with
+// the CPU affinity of each pool the queue would use, on a short-lived
+// thread, as a new worker would get it: a class the process may not use
+// (no CAP_SYS_NICE or rlimit, or a cgroup without an RT budget) returns
+// ErrPermission, CPUs it may not use ErrInvalidArgument, and a process
+// with no thread to spare for the probe ErrThreadLimit; nothing changes
+// then. Blocks for one thread creation per distinct worker CPU set (tens
+// of us each). Safe from any goroutine.
 func (q *Workqueue) SetPolicy(p Policy) error {
 	return q.update("policy", func(a *queueAttrs) error {
 		if q.rt() {

@@ -142,17 +142,14 @@ func RTPriority() int { return int(rtPriority.Load()) }
 // short-lived thread, which the call blocks for) returns ErrPermission and
 // changes nothing.
 func SetHighPriPolicy(p Policy) error {
-	switch p {
-	case PolicyHighPri:
-		highPriFIFO.Store(false)
-		return nil
-	case PolicyFIFO:
-	default:
+	if p != PolicyHighPri && p != PolicyFIFO {
 		return fmt.Errorf("%w: HighPri policy must be highpri or fifo, not %v", ErrInvalidArgument, p)
 	}
 	attrMu.Lock()
 	defer attrMu.Unlock()
-	if highPriFIFO.Load() {
+	if p == PolicyHighPri || highPriFIFO.Load() {
+		// The default, which Alloc checks itself, or no change.
+		highPriFIFO.Store(p == PolicyFIFO)
 		return nil
 	}
 	prio := RTPriority()
