@@ -107,12 +107,25 @@ func SetIdleTimeout(d time.Duration) error {
 	return nil
 }
 
-// SetRTPriority sets the SCHED_FIFO priority (1..99) of RT workers created
-// from now on; default 1, as sched_set_fifo_low(). Mirrors the proposed
-// kworker_rt_prio. Out of range: ErrInvalidArgument.
+// SetRTPriority sets the SCHED_FIFO priority (1..99) of the RT class for
+// queues created, or switched with SetPolicy, from now on; default 1, as
+// sched_set_fifo_low(). Mirrors the proposed kworker_rt_prio. Out of
+// range: ErrInvalidArgument. A priority that a new thread of this process
+// may not use (tried on a short-lived thread: no CAP_SYS_NICE and
+// RLIMIT_RTPRIO below it, or a cgroup without an RT budget) returns
+// ErrPermission and changes nothing; writing the current value always
+// succeeds. Blocks for one thread creation.
 func SetRTPriority(prio int) error {
 	if prio < 1 || prio > 99 {
 		return fmt.Errorf("%w: RT priority %d (range 1..99)", ErrInvalidArgument, prio)
+	}
+	attrMu.Lock()
+	defer attrMu.Unlock()
+	if prio == RTPriority() {
+		return nil // changes nothing
+	}
+	if err := probeWorker(nil, probeAttr(classAttrs{policy: sched.PolicyFIFO, prio: prio})); err != nil {
+		return fmt.Errorf("RT priority %d: %w", prio, err)
 	}
 	rtPriority.Store(int32(prio))
 	return nil
@@ -124,16 +137,26 @@ func RTPriority() int { return int(rtPriority.Load()) }
 // SetHighPriPolicy is seed 001's switch: it selects what the HighPri class
 // means for queues created from now on, PolicyHighPri (nice -20, the
 // default) or PolicyFIFO (SCHED_FIFO at the RT priority). Other values
-// return ErrInvalidArgument.
+// return ErrInvalidArgument. Switching to PolicyFIFO when a new thread of
+// this process may not use SCHED_FIFO at the RT priority (tried on a
+// short-lived thread, which the call blocks for) returns ErrPermission and
+// changes nothing.
 func SetHighPriPolicy(p Policy) error {
-	switch p {
-	case PolicyHighPri:
-		highPriFIFO.Store(false)
-	case PolicyFIFO:
-		highPriFIFO.Store(true)
-	default:
+	if p != PolicyHighPri && p != PolicyFIFO {
 		return fmt.Errorf("%w: HighPri policy must be highpri or fifo, not %v", ErrInvalidArgument, p)
 	}
+	attrMu.Lock()
+	defer attrMu.Unlock()
+	if p == PolicyHighPri || highPriFIFO.Load() {
+		// The default, which Alloc checks itself, or no change.
+		highPriFIFO.Store(p == PolicyFIFO)
+		return nil
+	}
+	prio := RTPriority()
+	if err := probeWorker(nil, probeAttr(classAttrs{policy: sched.PolicyFIFO, prio: prio})); err != nil {
+		return fmt.Errorf("HighPri policy fifo (priority %d): %w", prio, err)
+	}
+	highPriFIFO.Store(true)
 	return nil
 }
 
@@ -163,10 +186,23 @@ const (
 )
 
 // SetDefaultAffinityScope sets the scope of unbound queues created from
-// now on (workqueue.default_affinity_scope).
+// now on, and of the live ones that follow the default ("default" in
+// their affinity_scope) when their pools are next rebuilt
+// (workqueue.default_affinity_scope). An unknown scope returns
+// ErrInvalidArgument; so does a scope whose pods the workers of a live
+// strict queue that follows the default could not be pinned to (probed
+// as by SetAffinityScope). Nothing changes then.
 func SetDefaultAffinityScope(s Scope) error {
-	if _, err := topology.ParseScope(s.String()); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+	if _, err := topology.ParseScope(s.String()); err != nil || s == topology.ScopeDefault {
+		return fmt.Errorf("%w: default affinity scope %v", ErrInvalidArgument, s)
+	}
+	attrMu.Lock()
+	defer attrMu.Unlock()
+	if s == defaultScope() {
+		return nil
+	}
+	if err := checkQueues(liveQueues(), currentTopology(), unboundMask.Load(), &s); err != nil {
+		return fmt.Errorf("default affinity scope %v: %w", s, err)
 	}
 	dfltScope.Store(int32(s))
 	return nil
@@ -189,22 +225,44 @@ func classFor(p Policy) classAttrs {
 	return classAttrs{policy: sched.PolicyNormal}
 }
 
-// resolveClass checks that the process may use policy p. With fallback,
-// an RT class not permitted becomes HighPri, and a nice -20 not permitted
-// becomes normal (fellBack = true); without, the error wraps ErrPermission.
+// resolveClass checks that the process may use policy p: statically
+// (capabilities and rlimits), then, for a class other than the normal one,
+// on a short-lived thread (the kernel may still refuse, e.g. SCHED_FIFO in
+// a cgroup without an RT budget). With fallback, an RT class not
+// permitted becomes HighPri, and a nice -20 not permitted becomes normal
+// (fellBack = true); without, the error wraps ErrPermission.
 func resolveClass(p Policy, fallback bool) (classAttrs, bool, error) {
+	return resolveClassProbe(p, fallback, true)
+}
+
+// resolveClassProbe is resolveClass; probe false skips the thread probe
+// (SetPolicy probes the exact workers itself). A probe that cannot run
+// because the process is at a thread limit leaves the static answer.
+func resolveClassProbe(p Policy, fallback, probe bool) (classAttrs, bool, error) {
 	c := classFor(p)
 	check := func(c classAttrs) error {
+		var err error
 		if c.rt() {
-			return sched.CheckRT(c.prio)
+			err = sched.CheckRT(c.prio)
+		} else {
+			err = sched.CheckNice(c.nice)
 		}
-		return sched.CheckNice(c.nice)
+		if err != nil || !probe || probeAttr(c) == nil {
+			return err
+		}
+		if err := probeWorker(nil, probeAttr(c)); err != nil && !errors.Is(err, ErrThreadLimit) {
+			return err
+		}
+		return nil
 	}
 	err := check(c)
 	if err == nil {
 		return c, false, nil
 	}
 	if !fallback {
+		if errors.Is(err, ErrPermission) {
+			return c, false, err
+		}
 		return c, false, fmt.Errorf("%w: %w", ErrPermission, err)
 	}
 	if c.rt() {

@@ -59,7 +59,10 @@ func (s *syncBuf) String() string {
 }
 
 // runLimited starts cmd, waits for READY, calls limit with the child's
-// pid, sends GO and returns the child's output once it exits.
+// pid, sends GO and returns the child's output once it exits. A child
+// that runs for 90 s in all is killed (its own waits give up after 20 s
+// each and print the queues' state), so that a hang fails the test well
+// within go test's default -timeout and the cgroup is still removed.
 func runLimited(t *testing.T, cmd *exec.Cmd, limit func(pid int) error) string {
 	t.Helper()
 	var out syncBuf
@@ -73,7 +76,7 @@ func runLimited(t *testing.T, cmd *exec.Cmd, limit func(pid int) error) string {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	deadline := time.After(2 * time.Minute)
+	deadline := time.After(90 * time.Second)
 	for !strings.Contains(out.String(), "READY\n") {
 		select {
 		case err := <-exited:
@@ -251,19 +254,27 @@ func headroomChild() {
 		if refused = wq.CheckThreadHeadroom(); refused != nil {
 			break
 		}
-		before, _ := threadsOf(os.Getpid())
+		tids := make(chan int, 1)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			runtime.LockOSThread() // the thread dies with the goroutine
+			tids <- unix.Gettid()
 			var b [1]byte
 			_, _ = unix.Read(fds[0], b[:])
 		}()
 		started++
-		childWait(30*time.Second, "the new thread", func() bool {
-			n, _ := threadsOf(os.Getpid())
-			return n > before
+		// Wait until it sleeps in the read, holding its thread; the
+		// runtime's other threads are what the margin is for.
+		st, err := sched.OpenStat(<-tids)
+		if err != nil {
+			childFail("%v", err)
+		}
+		childWait(20*time.Second, "the reader to block", func() bool {
+			s, err := st.State()
+			return err == nil && sched.Sleeping(s)
 		})
+		st.Close()
 	}
 	if !errors.Is(refused, wq.ErrThreadLimit) {
 		childFail("after %d threads: %v, want ErrThreadLimit", started, refused)
@@ -279,7 +290,7 @@ func headroomChild() {
 	fmt.Printf("refused after %d threads: %v\n", started, refused)
 	unix.Close(fds[1]) // EOF for every reader
 	wg.Wait()
-	childWait(30*time.Second, "headroom once the threads exited", func() bool {
+	childWait(20*time.Second, "headroom once the threads exited", func() bool {
 		return wq.CheckThreadHeadroom() == nil
 	})
 	unix.Close(fds[0])
@@ -352,7 +363,7 @@ func poolLimitChild() {
 			childFail("Queue of blocking item %d refused", i)
 		}
 	}
-	childWait(60*time.Second, "ErrThreadLimit through the error handler", func() bool {
+	childWait(20*time.Second, "ErrThreadLimit through the error handler", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(limitErrs) > 0
@@ -366,11 +377,11 @@ func poolLimitChild() {
 			childFail("Queue of MemReclaim item %d refused", i)
 		}
 	}
-	childWait(60*time.Second, "the MemReclaim items to run while workers cannot be created (rescuer)", func() bool {
+	childWait(20*time.Second, "the MemReclaim items to run while workers cannot be created (rescuer)", func() bool {
 		return rescued.Load() == reclaim
 	})
 	close(release)
-	childWait(60*time.Second, "every blocked item to run after the release", func() bool {
+	childWait(20*time.Second, "every blocked item to run after the release", func() bool {
 		return done.Load() == blocked
 	})
 	destroyed := make(chan struct{})
@@ -382,7 +393,7 @@ func poolLimitChild() {
 	}()
 	select {
 	case <-destroyed:
-	case <-time.After(60 * time.Second):
+	case <-time.After(20 * time.Second):
 		childFail("Destroy did not return")
 	}
 	mu.Lock()

@@ -177,6 +177,10 @@ func errorStatus(err error) int {
 		return http.StatusForbidden
 	case errors.Is(err, wq.ErrDestroyed):
 		return http.StatusGone
+	case errors.Is(err, wq.ErrThreadLimit):
+		// The write could not be tried on a thread: the process is at a
+		// thread limit. Nothing is wrong with the request; retry later.
+		return http.StatusServiceUnavailable
 	case errors.Is(err, wq.ErrInvalidArgument), errors.Is(err, wq.ErrInvalidFlags):
 		return http.StatusBadRequest
 	}
@@ -228,9 +232,20 @@ func (h *handler) attrsWrite(w http.ResponseWriter, r *http.Request) {
 		}
 	} else {
 		// Queues sharing a name (wq allows it, the kernel's sysfs does not)
-		// are all written; the first error stops.
-		for _, q := range qs {
+		// are all written; the first error stops, and the queues already
+		// written get their old value back, so that a refused write
+		// changes nothing.
+		old := make([]string, len(qs))
+		for i, q := range qs {
+			old[i], _ = q.Attr(attr)
+		}
+		for i, q := range qs {
 			if err = q.SetAttr(attr, value); err != nil {
+				for j := range i {
+					if old[j] != "" {
+						_ = qs[j].SetAttr(attr, old[j])
+					}
+				}
 				break
 			}
 		}

@@ -41,7 +41,11 @@
 // lacks the privilege (wq.ErrPermission); 404 for an unknown queue or
 // attribute; 400 with the error text for an invalid value
 // (wq.ErrInvalidArgument); 409 for a read-only attribute (wq.ErrReadOnly);
-// 410 for a queue destroyed meanwhile; 413 for a body over 4 KiB.
+// 410 for a queue destroyed meanwhile; 413 for a body over 4 KiB; 503
+// when the value could not be tried because the process is at a thread
+// limit (wq.ErrThreadLimit). Writes are validated by wq against what the
+// process can do (a nice, class or CPU list no worker could get is
+// refused with 403 or 400) and a refused write changes nothing.
 //
 // Every endpoint only reads snapshots (wq.Queues, Workqueue.Stats,
 // wq.Pools, wq.AffinityPods): a request never waits for a work item.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,7 @@ func NewCgroup(t testing.TB, controller string) (dir string, v2 bool) {
 	if err != nil {
 		t.Skipf("no usable %s cgroup controller: %v", controller, err)
 	}
+	removeStale(base)
 	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
 	dir = filepath.Join(base, fmt.Sprintf("gowq-test-%d-%s", os.Getpid(), name))
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -57,6 +59,24 @@ func NewCgroup(t testing.TB, controller string) (dir string, v2 bool) {
 		}
 	}
 	return dir, v2
+}
+
+// removeStale removes the empty test cgroups under base left by test
+// processes that died without cleaning up (a test binary killed by its
+// -timeout does not run t.Cleanup): gowq-test-<pid>-* whose pid is gone.
+func removeStale(base string) {
+	dirs, _ := filepath.Glob(filepath.Join(base, "gowq-test-*"))
+	for _, d := range dirs {
+		f := strings.SplitN(filepath.Base(d), "-", 4)
+		if len(f) < 4 {
+			continue
+		}
+		if pid, err := strconv.Atoi(f[2]); err == nil {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); os.IsNotExist(err) {
+				_ = os.Remove(d) // fails, harmlessly, while tasks remain
+			}
+		}
+	}
 }
 
 // WriteCgroup writes value to the control file file of cgroup dir.
