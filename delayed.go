@@ -178,10 +178,32 @@ func (dw *DelayedWork) Flush() bool {
 
 // FlushContext is Flush bounded by ctx; see Work.FlushContext.
 func (dw *DelayedWork) FlushContext(ctx context.Context) (bool, error) {
-	if dw.stopTimer() {
-		dw.wq.Load().queuePended(int(dw.cpu.Load()), &dw.Work)
+	if !dw.stopTimer() {
+		return dw.Work.FlushContext(ctx)
 	}
-	return dw.Work.FlushContext(ctx)
+	// We own the armed instance: register for it before queueing it, so
+	// that an instance that runs at once still counts as waited for.
+	dw.mu.Lock()
+	ch := dw.waiterLocked(seqOf(dw.state.Load()))
+	dw.mu.Unlock()
+	dw.wq.Load().queuePended(int(dw.cpu.Load()), &dw.Work)
+	if ch == nil {
+		return true, nil
+	}
+	if dw.selfRunning() {
+		// From the item's own function: the queued instance runs after
+		// this one, so waiting for it would deadlock.
+		dw.dropWaiter(ch)
+		reportError("flush_delayed_work", dw.Func(), ErrDeadlock)
+		return false, ErrDeadlock
+	}
+	select {
+	case <-ch:
+		return true, nil
+	case <-ctx.Done():
+		dw.dropWaiter(ch)
+		return false, ctx.Err()
+	}
 }
 
 // closeTimers stops arming on q (Destroy), cancels every item armed on it

@@ -2,6 +2,7 @@ package wq
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/gowq/wq/internal/sched"
 )
@@ -101,10 +102,16 @@ func (q *Workqueue) NumPwqs() int {
 // Held reports whether a CancelSync or DisableSync holds w.
 func Held(w *Work) bool { return w.state.Load()&stCanceling != 0 }
 
-// ResetExitReports clears the worker-exit report rate limit (tests that
-// count ErrWorkerExit reports).
-func ResetExitReports() {
+// SetExitReportEvery sets the worker-exit report rate limit (a tiny value
+// reports every exit) and returns a function that restores it.
+func SetExitReportEvery(d time.Duration) func() {
 	exitReports.mu.Lock()
-	exitReports.at, exitReports.missed = 0, 0
+	old := exitReports.every
+	exitReports.every, exitReports.at, exitReports.missed = d, 0, 0
 	exitReports.mu.Unlock()
+	return func() {
+		exitReports.mu.Lock()
+		exitReports.every = old
+		exitReports.mu.Unlock()
+	}
 }

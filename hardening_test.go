@@ -412,7 +412,7 @@ func TestRescuerPaths(t *testing.T) {
 func TestUnlockOSThreadInWorkFunction(t *testing.T) {
 	for _, n := range []int{1, 3, sched.LockDepth + 2} {
 		t.Run(strconv.Itoa(n), func(t *testing.T) {
-			wq.ResetExitReports()
+			defer wq.SetExitReportEvery(time.Nanosecond)()
 			errs := captureErrors(t)
 			flags := wq.PerCPU
 			if isRoot() {
@@ -698,4 +698,30 @@ func mustLookPath(t *testing.T, name string) string {
 		t.Skipf("%s not found: %v", name, err)
 	}
 	return p
+}
+
+// Flush of a delayed item from its own function, with its timer re-armed:
+// the item is queued and ErrDeadlock reported, no hang.
+func TestDelayedSelfFlushArmed(t *testing.T) {
+	errs := captureErrors(t)
+	q := mustAlloc(t, "selfflush", wq.Unbound, 0)
+	var runs atomic.Int32
+	var dw *wq.DelayedWork
+	got := make(chan bool, 1)
+	dw = wq.NewDelayedWork(func() {
+		if runs.Add(1) == 1 {
+			q.QueueDelayed(dw, time.Hour)
+			got <- dw.Flush()
+		}
+	})
+	q.QueueDelayed(dw, 0)
+	var r bool
+	mustReturn(t, "self Flush", func() { r = <-got })
+	if r {
+		t.Error("self Flush returned true")
+	}
+	waitFor(t, "second run", func() bool { return runs.Load() == 2 })
+	if errs.count(wq.ErrDeadlock) != 1 {
+		t.Errorf("ErrDeadlock reported %d times, want 1", errs.count(wq.ErrDeadlock))
+	}
 }

@@ -531,6 +531,8 @@ var modelOpNames = []string{
 // operations, then either a drain or a Destroy with whatever is armed.
 func runModel(rt *rapid.T, v modelVariant, maxOps int) {
 	modelRuns++
+	// Every worker exit is reported (the model counts them exactly).
+	defer wq.SetExitReportEvery(time.Nanosecond)()
 	h := &harness{t: rt, v: v, m: model{items: make([]modelItem, 3), running: -1}, abort: make(chan struct{})}
 	h.starts = make([]atomic.Int64, 3)
 	for i := 0; i < 3; i++ {

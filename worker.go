@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gowq/wq/internal/sched"
 	"github.com/gowq/wq/wqtrace"
@@ -476,21 +477,25 @@ func (wk *worker) exitAbnormal(err error) {
 // every worker would otherwise report thousands of times a second.
 var exitReports struct {
 	mu     sync.Mutex
-	at     int64 // ns of the last report
-	missed int   // exits not reported since
+	every  time.Duration // guarded by mu: the rate limit
+	at     int64         // ns of the last report
+	missed int           // exits not reported since
 }
 
 func reportWorkerExit(name string, err error) {
 	er := &exitReports
 	er.mu.Lock()
 	now := nanotime()
-	if er.at != 0 && now-er.at < int64(createReportEvery) {
+	if er.every == 0 {
+		er.every = createReportEvery
+	}
+	if er.at != 0 && now-er.at < int64(er.every) {
 		er.missed++
 		er.mu.Unlock()
 		return
 	}
 	if er.missed > 0 {
-		err = fmt.Errorf("%w (and %d more worker exits not reported in the last %v)", err, er.missed, createReportEvery)
+		err = fmt.Errorf("%w (and %d more worker exits not reported in the last %v)", err, er.missed, er.every)
 	}
 	er.at, er.missed = now, 0
 	er.mu.Unlock()
