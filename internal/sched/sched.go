@@ -285,16 +285,3 @@ func SelfName() string {
 	return string(b)
 }
 
-// OnThread reports whether the caller runs on thread tid named name (as
-// SetName set it, truncated to 15 bytes). The name check guards against a
-// recorded tid that the kernel has since given to another thread (tids are
-// reused; pid_max can be as low as 32768).
-func OnThread(tid int, name string) bool {
-	if tid == 0 || Gettid() != tid {
-		return false
-	}
-	if len(name) > 15 {
-		name = name[:15]
-	}
-	return SelfName() == name
-}
