@@ -484,6 +484,13 @@ func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, fromTimer bool) bool {
 	traced := false
 	for {
 		pq, cpu := q.pickPwq(reqCPU, w)
+		if pq == nil {
+			// Destroy finished after the checks above.
+			q.reportDestroyed(w)
+			w.markCancelled()
+			w.release()
+			return false
+		}
 		if tr := tracer.Load(); tr != nil && !traced {
 			traced = true
 			target := cpu
@@ -527,9 +534,13 @@ func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, fromTimer bool) bool {
 }
 
 // pickPwq chooses the pwq for an item queued on reqCPU (cpuUnbound: the
-// caller's CPU). It returns the pwq and the CPU it stands for.
+// caller's CPU). It returns the pwq and the CPU it stands for; nil once
+// the queue is destroyed.
 func (q *Workqueue) pickPwq(reqCPU int, w *Work) (*pwq, int) {
 	t := q.table.Load()
+	if len(t.cpu) == 0 {
+		return nil, reqCPU // destroyed: the table is empty
+	}
 	cpu := reqCPU
 	var pq *pwq
 	if (cpu == cpuUnbound || cpu >= len(t.cpu)) && q.unbound && len(t.pods) <= 1 {

@@ -244,8 +244,14 @@ func TestUnlockEscapeRetiresThread(t *testing.T) {
 		if a, alive := readAttrs(old); !alive || !a.equal(repaired) {
 			t.Errorf("%s: escaped thread %d has %v (alive %v), want %v", c.name, old, a, alive, repaired)
 		}
-		close(release)
+		// The replacement thread, while our goroutine still holds the old
+		// one. FlushWork may have returned before the replacement started
+		// (it returns false at once when the test goroutine was delayed
+		// until the escaped item had finished), and once the old thread is
+		// released the runtime may start the replacement on it (it is an
+		// ordinary, repaired runtime thread by then): TID would stay old.
 		waitFor(t, c.name+": a new thread", func() bool { tid := wk.TID(); return tid != 0 && tid != old })
+		close(release)
 		checkServes(t, wk, workerAttrs(wk, nice))
 	}
 	if got := errs.count(kthread.ErrThreadEscaped); got != escapes {
