@@ -400,7 +400,7 @@ func (wk *Worker) retire(th *thread, fn string, cause error) {
 	wk.mu.Lock()
 	wk.current = nil
 	wk.mu.Unlock()
-	// MUTATION sched.GoLocked(func() { wk.threadMain(nil) })
+	sched.GoLocked(func() { wk.threadMain(nil) })
 }
 
 // repairLocked gives th, which the calling goroutine has left, the
