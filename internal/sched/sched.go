@@ -284,4 +284,3 @@ func SelfName() string {
 	}
 	return string(b)
 }
-
