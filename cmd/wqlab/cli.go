@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/gowq/wq/lab/doctor"
 	"github.com/gowq/wq/lab/scenario"
 )
 
@@ -153,6 +154,7 @@ instruction of the work function, in microseconds (monotonic clock).`,
 	root.AddCommand(run)
 	root.AddCommand(newWakeCmd(stdout, stderr))
 	root.AddCommand(newTraceCmd(stdout, stderr))
+	root.AddCommand(newDoctorCmd(stdout, stderr))
 	// Later subcommands (trace, monitor) are added here with
 	// root.AddCommand.
 	return root
@@ -174,6 +176,10 @@ func runSuite(ctx context.Context, f *runFlags, stdout, stderr io.Writer) error 
 	var txt bytes.Buffer // results.txt: the same tables
 	both := io.MultiWriter(human, &txt)
 
+	// The doctor's one line first, so that skipped or slow RT rows have
+	// their reason in view.
+	dr := doctor.Run(ctx, doctorEnv)
+	fmt.Fprintln(both, dr.Summary())
 	m := scenario.DetectMachine()
 	fmt.Fprint(both, header(m, o))
 	o.Log = stderr

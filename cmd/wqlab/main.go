@@ -18,6 +18,7 @@
 //	wqlab run --scenario submit,delayed --duration 10s
 //	wqlab --configs rt,baselines --json > results.json
 //	wqlab --list                # scenarios and configuration IDs
+//	wqlab doctor                # what limits latency here, with remedies (--json)
 //
 // Rows that need privileges this process lacks (SCHED_FIFO for RT, nice
 // -20 for highpri) are reported as skipped with the reason; the run goes

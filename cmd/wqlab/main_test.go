@@ -130,6 +130,9 @@ func TestQuickSubmitEndToEnd(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
+	if !strings.HasPrefix(stdout, "doctor: ") || !strings.Contains(stdout, "run `wqlab doctor` for details") {
+		t.Errorf("stdout does not open with the doctor's line:\n%s", stdout)
+	}
 	for _, want := range []string{"== submit:", "verdict (p98 queue->start", "== summary ==", "machine:", "load: 8 burners"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)
