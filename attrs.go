@@ -611,16 +611,15 @@ func probeWorker(cpus []int, attr *sched.Attr) error {
 		return fmt.Errorf("%w: a worker thread may not run on CPUs %s: they are outside this process's cpuset (cgroup cpuset.cpus, docker --cpuset-cpus; the process may use %s): choose CPUs inside it: %v",
 			ErrInvalidArgument, topology.NewCPUSet(cpus...), allowed, err)
 	case errors.Is(err, sched.ErrPermission) && attr != nil && (attr.Policy == sched.PolicyFIFO || attr.Policy == sched.PolicyRR):
-		return fmt.Errorf("%w: a worker thread may not use %s priority %d: %v; it needs CAP_SYS_NICE (root, or `setcap cap_sys_nice+ep <binary>`) or RLIMIT_RTPRIO >= %d (`ulimit -r %d`), and, where RT group scheduling is on, a cpu cgroup with a non-zero cpu.rt_runtime_us",
-			ErrPermission, attr.Policy, attr.Priority, err, attr.Priority, attr.Priority)
+		return fmt.Errorf("%w: a worker thread may not use %s: %v; %s", ErrPermission, attr, err, sched.Explain(*attr))
 	case errors.Is(err, sched.ErrPermission) && attr != nil:
 		start := "?"
 		if a, gerr := sched.GetAttr(os.Getpid()); gerr == nil {
 			start = strconv.Itoa(a.Nice)
 		}
 		floor := sched.NiceFloor()
-		return fmt.Errorf("%w: a worker thread may not set nice %d: %v; this process runs at nice %s and may lower a thread's nice only down to %d (RLIMIT_NICE; CAP_SYS_NICE lifts it): use nice >= %s, or run with CAP_SYS_NICE (root, `setcap cap_sys_nice+ep <binary>`), or raise RLIMIT_NICE to %d (`ulimit -e %d`, nice in /etc/security/limits.conf)",
-			ErrPermission, attr.Nice, err, start, floor, start, 20-attr.Nice, 20-attr.Nice)
+		return fmt.Errorf("%w: a worker thread may not set nice %d: %v; this process runs at nice %s and may lower a thread's nice only down to %d (RLIMIT_NICE; CAP_SYS_NICE lifts it): use nice >= %s, or run with CAP_SYS_NICE (root, `setcap cap_sys_nice+ep <binary>`), or raise RLIMIT_NICE to %d (`ulimit -e %d`, nice in /etc/security/limits.conf); %s",
+			ErrPermission, attr.Nice, err, start, floor, start, 20-attr.Nice, 20-attr.Nice, sched.Explain(*attr))
 	}
 	return fmt.Errorf("trying the new attributes on a thread: %w", err)
 }

@@ -230,9 +230,18 @@ func classFor(p Policy) classAttrs {
 // on a short-lived thread (the kernel may still refuse, e.g. SCHED_FIFO in
 // a cgroup without an RT budget). With fallback, an RT class not
 // permitted becomes HighPri, and a nice -20 not permitted becomes normal
-// (fellBack = true); without, the error wraps ErrPermission.
-func resolveClass(p Policy, fallback bool) (classAttrs, bool, error) {
-	return resolveClassProbe(p, fallback, true)
+// (fellBack = true) and reason is why (the first blocker DiagnoseRefusal
+// finds for the class asked); without, the error wraps ErrPermission and
+// says the cause and the fix.
+func resolveClass(p Policy, fallback bool) (classAttrs, bool, string, error) {
+	c, fell, err := resolveClassProbe(p, fallback, true)
+	if !fell {
+		return c, false, "", err
+	}
+	// Why: the first blocker of the class asked for (error path only).
+	asked := classFor(p)
+	a := sched.Attr{Policy: asked.policy, Priority: asked.prio, Nice: asked.nice}
+	return c, true, sched.DiagnoseRefusal(a)[0].String(), nil
 }
 
 // resolveClassProbe is resolveClass; probe false skips the thread probe

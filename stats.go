@@ -31,6 +31,11 @@ type QueueStats struct {
 	// Fallback is true when the queue asked for a class the process may
 	// not use and got a lower one (AllowRTFallback).
 	Fallback bool
+	// FallbackReason says why, when Fallback is true: the first blocker
+	// found for the class asked ("cgroup cpu.rt_runtime_us: cpu.rt_runtime_us
+	// is 0 in cgroup /sys/fs/cgroup/cpu/job ...; fix: ..."), set at Alloc;
+	// "" otherwise.
+	FallbackReason string
 	// CreateErrors counts failed worker creations in the queue's pools
 	// (thread limits, attributes the kernel refused); CreateError is the
 	// latest, "" when none. While creation fails, pools retry every 100 ms
@@ -52,7 +57,7 @@ func (q *Workqueue) Stats() QueueStats {
 	defer q.mu.Unlock()
 	pwqs := q.allPwqs
 	pol := q.attrs.policy
-	s := QueueStats{Name: q.name, Flags: q.flags, Policy: pol, Fallback: q.fellBack}
+	s := QueueStats{Name: q.name, Flags: q.flags, Policy: pol, Fallback: q.fellBack, FallbackReason: q.fallbackReason}
 	seen := map[*pool]bool{}
 	for _, pq := range pwqs {
 		p := pq.pool

@@ -185,9 +185,14 @@ func (wk *worker) setup(p *pool) error {
 		}
 	}
 	c := p.key.class
-	err := sched.SetAttr(0, sched.Attr{Policy: c.policy, Priority: c.prio, Nice: c.nice})
+	attr := sched.Attr{Policy: c.policy, Priority: c.prio, Nice: c.nice}
+	err := sched.SetAttr(0, attr)
 	if err == nil {
 		return nil
+	}
+	if (c.rt() || c.nice < 0) && errors.Is(err, sched.ErrPermission) {
+		// Failure path only: say why (a few file reads).
+		return fmt.Errorf("%w: %w; %s", ErrPermission, err, sched.Explain(attr))
 	}
 	if c.rt() || c.nice < 0 || !errors.Is(err, sched.ErrPermission) {
 		return fmt.Errorf("%w: %w", ErrPermission, err)

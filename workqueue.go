@@ -34,15 +34,16 @@ type Workqueue struct {
 	unbound bool
 	ordered bool
 
-	mu        sync.Mutex               // serialises attribute changes and Destroy
-	table     atomic.Pointer[pwqTable] // current CPU -> pwq mapping
-	allPwqs   []*pwq                   // guarded by mu: every pwq ever installed (flush, drain, stats)
-	lims      []*activeLimit           // guarded by mu: per CPU (per-CPU) or per node (unbound)
-	maxActive atomic.Int32
-	attrs     queueAttrs // guarded by mu
-	rescuer   *rescuer   // immutable after Alloc
-	retired   pwqStats   // counters of released pwqs (atomic)
-	fellBack  bool       // immutable after Alloc: got a lower class than asked
+	mu             sync.Mutex               // serialises attribute changes and Destroy
+	table          atomic.Pointer[pwqTable] // current CPU -> pwq mapping
+	allPwqs        []*pwq                   // guarded by mu: every pwq ever installed (flush, drain, stats)
+	lims           []*activeLimit           // guarded by mu: per CPU (per-CPU) or per node (unbound)
+	maxActive      atomic.Int32
+	attrs          queueAttrs // guarded by mu
+	rescuer        *rescuer   // immutable after Alloc
+	retired        pwqStats   // counters of released pwqs (atomic)
+	fellBack       bool       // immutable after Alloc: got a lower class than asked
+	fallbackReason string     // immutable after Alloc: why fellBack (the first blocker)
 
 	// Armed delayed items (Destroy cancels them). timerMu is a leaf lock,
 	// taken after Work.mu.
@@ -151,7 +152,7 @@ func alloc(name string, flags Flags, maxActive int, opts []Option) (*Workqueue, 
 	case flags&HighPri != 0:
 		pol = PolicyHighPri
 	}
-	class, fellBack, err := resolveClass(pol, o.fallback)
+	class, fellBack, reason, err := resolveClass(pol, o.fallback)
 	if err != nil {
 		return nil, fmt.Errorf("alloc_workqueue(%q): %w", name, err)
 	}
@@ -163,9 +164,10 @@ func alloc(name string, flags Flags, maxActive int, opts []Option) (*Workqueue, 
 			got = PolicyHighPri
 			q.flags |= HighPri
 		}
-		slog.Warn("workqueue: worker class not permitted, falling back", "workqueue", name, "asked", pol.String(), "got", got.String())
+		slog.Warn("workqueue: worker class not permitted, falling back", "workqueue", name, "asked", pol.String(), "got", got.String(), "reason", reason)
 		pol = got
 		q.fellBack = true
+		q.fallbackReason = reason
 	}
 	q.attrs = queueAttrs{class: class, policy: pol, scope: defaultScope(), scopeDefault: true}
 	if q.flags&RT != 0 && q.unbound {

@@ -75,7 +75,7 @@ func (wk *Worker) applyClassLocked() (warn, err error) {
 		wk.applied, wk.classErr = wk.attr, nil
 		return nil, nil
 	}
-	err = fmt.Errorf("class %s not applied: %w", classOf(wk.attr), permErr(err))
+	err = fmt.Errorf("class %s not applied: %w", classOf(wk.attr), permErr(wk.attr, err))
 	wk.keepInheritedLocked(err)
 	if !wk.dflt || !errors.Is(err, ErrPermission) {
 		return nil, err

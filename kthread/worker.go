@@ -98,11 +98,12 @@ func checkPrivilege(a sched.Attr) error {
 	return nil
 }
 
-// permErr adds ErrPermission and a hint to an EPERM from the kernel.
-func permErr(err error) error {
+// permErr adds ErrPermission and the diagnosis of class a (what stands
+// in its way and the fix: sched.DiagnoseRefusal) to an EPERM from the
+// kernel. Error path only: it reads a few files.
+func permErr(a sched.Attr, err error) error {
 	if errors.Is(err, sched.ErrPermission) {
-		return fmt.Errorf("%w: %w; grant CAP_SYS_NICE (run as root, or `setcap cap_sys_nice+ep <binary>`) "+
-			"or raise RLIMIT_RTPRIO / RLIMIT_NICE, and check the cgroup's cpu.rt_runtime_us", ErrPermission, err)
+		return fmt.Errorf("%w: %w; %s", ErrPermission, err, sched.Explain(a))
 	}
 	return err
 }
@@ -930,13 +931,13 @@ func (wk *Worker) setAttr(op string, a sched.Attr) error {
 	if th != nil {
 		// One sched_setattr: the kernel applies all of it or nothing.
 		if err := sched.SetAttr(th.tid, a); err != nil {
-			return fmt.Errorf("%s(%s): %w", op, wk.name, permErr(err))
+			return fmt.Errorf("%s(%s): %w", op, wk.name, permErr(a, err))
 		}
 		wk.applied, wk.classErr = a, nil
 	} else if err := sched.Probe(nil, &a); err != nil {
 		// Between two threads: the replacement applies wk.attr when it
 		// starts; check on a short-lived thread that it can.
-		return fmt.Errorf("%s(%s): %w", op, wk.name, permErr(err))
+		return fmt.Errorf("%s(%s): %w", op, wk.name, permErr(a, err))
 	}
 	wk.attr, wk.dflt = a, false
 	return nil

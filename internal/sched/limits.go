@@ -273,6 +273,15 @@ func (r *limitReader) pidsDirs() ([]string, error) {
 // returns it and its ancestors up to the mount point that have a pids.max
 // file, innermost first; nil when the path is not inside this mount.
 func (r *limitReader) walkUp(mountPoint, mountRoot, cg string) []string {
+	return walkUp(r.path(mountPoint), mountRoot, cg, "pids.max")
+}
+
+// walkUp maps cgroup path cg into the mount whose directory (in this
+// tree) is top and whose root is mountRoot, and returns that directory and
+// its ancestors up to top that have file (every one when file is ""),
+// innermost first; nil when the path is not inside this mount, empty when
+// no directory has the file.
+func walkUp(top, mountRoot, cg, file string) []string {
 	cg = path.Clean(cg)
 	if !strings.HasPrefix(cg, "/") || strings.Contains(cg, "/..") {
 		return nil // outside our cgroup namespace
@@ -285,14 +294,15 @@ func (r *limitReader) walkUp(mountPoint, mountRoot, cg string) []string {
 		}
 		rel = r
 	}
-	top := r.path(mountPoint)
 	dir := filepath.Join(top, rel)
 	if _, err := os.Stat(dir); err != nil {
 		return nil
 	}
 	out := []string{}
 	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "pids.max")); err == nil {
+		if file == "" {
+			out = append(out, d)
+		} else if _, err := os.Stat(filepath.Join(d, file)); err == nil {
 			out = append(out, d)
 		}
 		if d == top || len(d) <= len(top) {

@@ -225,8 +225,11 @@ func HasCapSysNice() bool {
 }
 
 // CheckRT reports whether threads of this process may switch to SCHED_FIFO
-// at priority prio: nil when CAP_SYS_NICE is held or RLIMIT_RTPRIO >= prio,
-// else an error wrapping ErrPermission whose text says how to grant it.
+// at priority prio as far as privilege goes: nil when CAP_SYS_NICE is held
+// or RLIMIT_RTPRIO >= prio, else an error wrapping ErrPermission whose
+// text is DiagnoseClass's: the cause found and how to grant it. (A cgroup
+// without an RT budget is not checked here; Probe or DiagnoseClass find
+// it.)
 func CheckRT(prio int) error {
 	if HasCapSysNice() {
 		return nil
@@ -235,14 +238,13 @@ func CheckRT(prio int) error {
 	if err := unix.Getrlimit(unix.RLIMIT_RTPRIO, &rl); err == nil && rl.Cur >= uint64(prio) {
 		return nil
 	}
-	return fmt.Errorf("SCHED_FIFO priority %d: %w: the process lacks CAP_SYS_NICE and RLIMIT_RTPRIO < %d; "+
-		"run as root, or `setcap cap_sys_nice+ep <binary>`, or raise the limit (`ulimit -r %d`, or rtprio in /etc/security/limits.conf)",
-		prio, ErrPermission, prio, prio)
+	return fmt.Errorf("SCHED_FIFO priority %d: %w: %s", prio, ErrPermission, privilegeText(Attr{Policy: PolicyFIFO, Priority: prio}))
 }
 
 // CheckNice reports whether threads of this process may lower their nice to
 // nice: nil when CAP_SYS_NICE is held, nice >= 0, or RLIMIT_NICE allows it
-// (the ceiling is 20 - rlim_cur), else an error wrapping ErrPermission.
+// (the ceiling is 20 - rlim_cur), else an error wrapping ErrPermission
+// whose text says the cause and how to grant it.
 func CheckNice(nice int) error {
 	if nice >= 0 || HasCapSysNice() {
 		return nil
@@ -251,9 +253,20 @@ func CheckNice(nice int) error {
 	if err := unix.Getrlimit(unix.RLIMIT_NICE, &rl); err == nil && 20-int64(rl.Cur) <= int64(nice) {
 		return nil
 	}
-	return fmt.Errorf("nice %d: %w: the process lacks CAP_SYS_NICE and RLIMIT_NICE < %d; "+
-		"run as root, or `setcap cap_sys_nice+ep <binary>`, or raise the limit (`ulimit -e %d`, or nice in /etc/security/limits.conf)",
-		nice, ErrPermission, 20-nice, 20-nice)
+	return fmt.Errorf("nice %d: %w: %s", nice, ErrPermission, privilegeText(Attr{Policy: PolicyNormal, Nice: nice}))
+}
+
+// privilegeText is the diagnosis of a refused privilege check: the
+// CAP_SYS_NICE or rlimit blocker DiagnoseClass finds, or a generic text
+// if it finds none (the process changed meanwhile).
+func privilegeText(a Attr) string {
+	for _, b := range DiagnoseClass(a) {
+		if b.Cause == CauseCap || b.Cause == CauseRTPrio || b.Cause == CauseNice {
+			return b.String()
+		}
+	}
+	return CauseCap + ": the process lacks CAP_SYS_NICE and its RLIMIT_RTPRIO/RLIMIT_NICE is too low for " + a.String() +
+		"; fix: run as root, or `setcap cap_sys_nice+ep <binary>`, or raise the limit (`ulimit -r`/`ulimit -e`, /etc/security/limits.conf)"
 }
 
 // MonotonicNs returns CLOCK_MONOTONIC in ns (one system call), the clock
