@@ -73,6 +73,9 @@ func cmNotifyBusy() {
 // monitor.
 func raiseMonitor() {
 	_ = sched.SetName("gowq/cm")
+	// Short exact sleeps while polling fast (cmFastPoll): without this a
+	// SCHED_OTHER thread's sleeps are stretched by the default 50 us slack.
+	_ = sched.SetTimerSlack(1)
 	prio := int(rtPriority.Load())
 	if sched.CheckRT(prio) == nil && sched.SetAttr(0, sched.Attr{Policy: sched.PolicyFIFO, Priority: prio}) == nil {
 		return
@@ -81,6 +84,28 @@ func raiseMonitor() {
 		_ = sched.SetAttr(0, sched.Attr{Policy: sched.PolicyNormal, Nice: -20})
 	}
 }
+
+// cmFastPoll is the shortest sampling interval, used while a per-CPU pool
+// has pending work behind a busy worker: the monitor then polls that
+// pool's workers with an exact sleep (clock_nanosleep on its own locked
+// thread) instead of a Go timer. Each sample that sees no worker go to
+// sleep doubles the interval, up to cmTick; a sample that sees one go to
+// sleep resets it; so does a pool that comes to have pending work, and the
+// first sample after an idle period is also taken after cmFastPoll. So a
+// pool whose items block keeps the fast cadence and
+// starts the next item within about cmFastPoll of a worker blocking,
+// while a backlog of CPU-bound items costs a few fast samples and then
+// runs at today's 1 ms cadence.
+const cmFastPoll = 20 * time.Microsecond
+
+// cmBackoffMax caps the backed-off interval while pools are busy, also
+// when cmTick is set longer (tests set it to an hour to tell the fast path
+// from the slow tick).
+const cmBackoffMax = time.Millisecond
+
+// cmPolls counts the monitor's samples: fast ones (below cmTick) and all.
+// For Stats and the lab's cost figures.
+var cmPolls struct{ fast, all atomic.Int64 }
 
 func cmMonitor(stop, done chan struct{}) {
 	defer close(done)
@@ -91,6 +116,10 @@ func cmMonitor(stop, done chan struct{}) {
 	stats := map[int]*statEntry{}
 	var tick uint64
 	lastBusy := nanotime()
+	// interval is the wait before the next sample; fast is true while some
+	// pool has pending work behind a busy worker.
+	interval := cmFastPoll
+	fast := false
 	defer func() {
 		for _, e := range stats {
 			_ = e.r.Close()
@@ -111,6 +140,7 @@ func cmMonitor(stop, done chan struct{}) {
 		} else if now-lastBusy < int64(cmDeepIdleAfter) {
 			// Light idle: poll at cmIdlePoll, so that the workers' hot path
 			// needs no notification while the pools are in use.
+			fast, interval = false, cmFastPoll
 			t.Reset(cmIdlePoll)
 			select {
 			case <-stop:
@@ -120,6 +150,7 @@ func cmMonitor(stop, done chan struct{}) {
 			continue
 		} else {
 			// Deep idle: wait for cmNotifyBusy.
+			fast, interval = false, cmFastPoll
 			cmMon.idle.Store(true)
 			// Re-check after publishing idle, so a start in between is seen.
 			for _, p := range snap {
@@ -138,19 +169,44 @@ func cmMonitor(stop, done chan struct{}) {
 			cmMon.idle.Store(false)
 			lastBusy = nanotime()
 		}
-		t.Reset(time.Duration(cmTick.Load()))
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
-		now = nanotime()
-		tick++
-		for _, p := range snap {
-			if p.busy.Load() > 0 {
-				refs = p.cmSample(now, refs[:0], stats, tick)
+		tickNs := time.Duration(cmTick.Load())
+		if interval < tickNs {
+			// An exact sleep on this locked thread (SCHED_FIFO or timer
+			// slack 1 ns): a Go timer would add the wake-up of another
+			// thread and tens of us.
+			sched.Nanosleep(int64(interval))
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			cmPolls.fast.Add(1)
+		} else {
+			t.Reset(tickNs)
+			select {
+			case <-stop:
+				return
+			case <-t.C:
 			}
 		}
+		cmPolls.all.Add(1)
+		now = nanotime()
+		tick++
+		wantFast, sawSleep := false, false
+		for _, p := range snap {
+			if p.busy.Load() > 0 {
+				var w, s bool
+				refs, w, s = p.cmSample(now, refs[:0], stats, tick)
+				wantFast = wantFast || w
+				sawSleep = sawSleep || s
+			}
+		}
+		if wantFast && (!fast || sawSleep) {
+			interval = cmFastPoll
+		} else {
+			interval = min(2*interval, tickNs, cmBackoffMax)
+		}
+		fast = wantFast
 		if tick%1024 == 0 {
 			for tid, e := range stats {
 				if tick-e.used > 1024 {
@@ -179,8 +235,11 @@ type cmRef struct {
 	longRun  bool
 }
 
-// cmSample samples p's busy workers and applies the CM transitions.
-func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick uint64) []cmRef {
+// cmSample samples p's busy workers and applies the CM transitions. It
+// reports whether p wants fast sampling (work is pending behind a busy
+// worker and worker creation works) and whether a worker was seen going to
+// sleep.
+func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick uint64) (_ []cmRef, wantFast, sawSleep bool) {
 	thresh := cpuIntensiveThresh.Load()
 	p.mu.Lock()
 	pending := !p.worklist.empty()
@@ -223,6 +282,7 @@ func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick 
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	wantFast = !p.worklist.empty() && !p.createFailing && p.busy.Load() > 0
 	for i := range refs {
 		r := &refs[i]
 		wk := r.wk
@@ -243,6 +303,7 @@ func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick 
 		switch {
 		case r.state != 0 && sched.Sleeping(r.state) && !wk.sleeping:
 			wk.sleeping = true
+			sawSleep = true
 			if wk.counted {
 				wk.counted = false
 				p.nrRunning--
@@ -271,7 +332,7 @@ func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick 
 			p.wakeOrCreate()
 		}
 	}
-	return refs
+	return refs, wantFast, sawSleep
 }
 
 // wakeOrCreate wakes an idle worker, or creates one, when the pool needs
