@@ -116,6 +116,7 @@ func cmMonitor(stop, done chan struct{}) {
 	stats := map[int]*statEntry{}
 	var tick uint64
 	lastBusy := nanotime()
+	var lastFull int64 // ns of the last full sample
 	// interval is the wait before the next sample; fast is true while some
 	// pool has pending work behind a busy worker.
 	interval := cmFastPoll
@@ -192,11 +193,20 @@ func cmMonitor(stop, done chan struct{}) {
 		cmPolls.all.Add(1)
 		now = nanotime()
 		tick++
+		// A fast sample reads only the workers that count as running: a
+		// sleeping worker waking up, and CPU-intensive detection, are not
+		// urgent and are left to the full samples, at most 1 ms apart.
+		// With tens of workers asleep in a burst, this keeps a fast sample
+		// at one read per pool.
+		full := now-lastFull >= int64(min(tickNs, cmBackoffMax))-int64(cmFastPoll)/2
+		if full {
+			lastFull = now
+		}
 		wantFast, sawSleep := false, false
 		for _, p := range snap {
 			if p.busy.Load() > 0 {
 				var w, s bool
-				refs, w, s = p.cmSample(now, refs[:0], stats, tick)
+				refs, w, s = p.cmSample(now, refs[:0], stats, tick, full)
 				wantFast = wantFast || w
 				sawSleep = sawSleep || s
 			}
@@ -238,13 +248,14 @@ type cmRef struct {
 // cmSample samples p's busy workers and applies the CM transitions. It
 // reports whether p wants fast sampling (work is pending behind a busy
 // worker and worker creation works) and whether a worker was seen going to
-// sleep.
-func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick uint64) (_ []cmRef, wantFast, sawSleep bool) {
+// sleep. A sample that is not full looks only at the workers counted as
+// running, and reads no CPU clock.
+func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick uint64, full bool) (_ []cmRef, wantFast, sawSleep bool) {
 	thresh := cpuIntensiveThresh.Load()
 	p.mu.Lock()
 	pending := !p.worklist.empty()
 	for _, wk := range p.workers {
-		if wk.current == nil || wk.tid == 0 {
+		if wk.current == nil || wk.tid == 0 || (!full && (!wk.counted || wk.sleeping)) {
 			continue
 		}
 		refs = append(refs, cmRef{wk: wk, gen: wk.gen, pending: pending, sleeping: wk.sleeping,
@@ -274,7 +285,7 @@ func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick 
 			}
 			r.state = st
 		}
-		if wk.seenAt != r.gen || r.longRun || (r.sleeping && !sched.Sleeping(r.state)) {
+		if full && (wk.seenAt != r.gen || r.longRun || (r.sleeping && !sched.Sleeping(r.state))) {
 			if c, err := sched.ThreadCPUTime(wk.tid); err == nil {
 				r.cpuNs, r.haveCPU = c, true
 			}
