@@ -21,10 +21,13 @@ import (
 //   - reads the thread's CPU clock: past cpu_intensive_thresh of CPU time
 //     since the item started or last slept, the worker is marked
 //     CPU-intensive (counted as CPUitsv) and stops counting.
-// So the pool starts the next pending item within about one tick (plus
-// scheduling delay of the monitor) of a worker blocking, instead of at once
-// as in the kernel. The cost is a timer wake-up per ms and a 2-5 us read per
-// busy worker per tick, only while items run.
+// While a per-CPU pool has work pending behind a busy worker, the monitor
+// samples that pool's running workers every cmFastPoll (20 us) with an
+// exact sleep instead, backing off to cmTick while none of them sleeps; so
+// the pool starts its next item within tens of us of a worker blocking
+// (docs/design.md, "Concurrency management"). The cost is a 2-5 us read per
+// running worker per fast sample, only while work waits behind it, and a
+// timer wake-up per ms while items run.
 
 var cmMon struct {
 	poolService[struct{}]
@@ -236,6 +239,7 @@ type statEntry struct {
 
 type cmRef struct {
 	wk       *worker
+	tid      int // wk.tid, read under the pool lock (it is cleared under it)
 	gen      uint64
 	state    byte
 	cpuNs    int64
@@ -258,7 +262,7 @@ func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick 
 		if wk.current == nil || wk.tid == 0 || (!full && (!wk.counted || wk.sleeping)) {
 			continue
 		}
-		refs = append(refs, cmRef{wk: wk, gen: wk.gen, pending: pending, sleeping: wk.sleeping,
+		refs = append(refs, cmRef{wk: wk, tid: wk.tid, gen: wk.gen, pending: pending, sleeping: wk.sleeping,
 			longRun: thresh > 0 && !wk.cpuIntensive && now-wk.currentAt >= thresh})
 	}
 	p.mu.Unlock()
@@ -267,26 +271,26 @@ func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick 
 		r := &refs[i]
 		wk := r.wk
 		if r.pending || r.sleeping || r.longRun {
-			e := stats[wk.tid]
+			e := stats[r.tid]
 			if e == nil {
-				sr, err := sched.OpenStat(wk.tid)
+				sr, err := sched.OpenStat(r.tid)
 				if err != nil {
 					continue
 				}
 				e = &statEntry{r: sr}
-				stats[wk.tid] = e
+				stats[r.tid] = e
 			}
 			e.used = tick
 			st, err := e.r.State()
 			if err != nil {
 				_ = e.r.Close()
-				delete(stats, wk.tid)
+				delete(stats, r.tid)
 				continue
 			}
 			r.state = st
 		}
 		if full && (wk.seenAt != r.gen || r.longRun || (r.sleeping && !sched.Sleeping(r.state))) {
-			if c, err := sched.ThreadCPUTime(wk.tid); err == nil {
+			if c, err := sched.ThreadCPUTime(r.tid); err == nil {
 				r.cpuNs, r.haveCPU = c, true
 			}
 		}
