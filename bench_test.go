@@ -1,10 +1,12 @@
 package wq_test
 
 import (
+	"fmt"
 	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -214,5 +216,110 @@ func BenchmarkQueueAllocs(b *testing.B) {
 			runtime.Gosched()
 		}
 		q.Queue(w)
+	}
+}
+
+// BenchmarkBlockingBurst: bursts of N items that each block 1 ms (issue
+// 12), per queue class and a go statement per item; one op is one burst,
+// from the first Queue to Flush returning, on the same queue (warm after
+// the first). Compare the ms/burst of the sub-benchmarks, all from one run:
+//
+//	go test -run '^$' -bench BlockingBurst -benchtime 5x .
+//
+// The lab's `wqlab --scenario blocking` prints the same with cold bursts,
+// ratios and the CM monitor's CPU cost.
+func BenchmarkBlockingBurst(b *testing.B) {
+	configs := []struct {
+		name  string
+		flags wq.Flags
+	}{
+		{"percpu-normal", wq.PerCPU},
+		{"percpu-rt", wq.PerCPU | wq.RT},
+		{"unbound-normal", wq.Unbound},
+		{"unbound-rt", wq.Unbound | wq.RT},
+		{"go", 0},
+	}
+	kinds := []struct {
+		name  string
+		block func()
+	}{
+		{"sleep", func() { time.Sleep(time.Millisecond) }},
+		{"nanosleep", func() {
+			ts := syscall.NsecToTimespec(int64(time.Millisecond))
+			for syscall.Nanosleep(&ts, &ts) == syscall.EINTR {
+			}
+		}},
+		{"pipe", nil},
+	}
+	for _, k := range kinds {
+		for _, n := range []int{10, 100, 1000} {
+			for _, c := range configs {
+				b.Run(fmt.Sprintf("%s/N=%d/%s", k.name, n, c.name), func(b *testing.B) {
+					var q *wq.Workqueue
+					if c.name != "go" {
+						var err error
+						if q, err = wq.Alloc("bench-blocking", c.flags, 0); err != nil {
+							b.Skip(err)
+						}
+						defer q.Destroy()
+					}
+					var total time.Duration
+					for i := 0; i < b.N; i++ {
+						fns, done := blockingItems(k.block, n)
+						t0 := time.Now()
+						if q != nil {
+							for _, fn := range fns {
+								q.Queue(wq.NewWork(fn))
+							}
+							q.Flush()
+						} else {
+							var wg sync.WaitGroup
+							wg.Add(n)
+							for _, fn := range fns {
+								go func() { fn(); wg.Done() }()
+							}
+							wg.Wait()
+						}
+						total += time.Since(t0)
+						done()
+					}
+					b.ReportMetric(float64(total)/float64(b.N)/1e6, "ms/burst")
+				})
+			}
+		}
+	}
+}
+
+// blockingItems returns n functions that each block 1 ms with block, or,
+// when block is nil, with a blocking read(2) on a pipe whose byte a timer
+// writes 1 ms after the read starts; done closes the pipes.
+func blockingItems(block func(), n int) (fns []func(), done func()) {
+	fns = make([]func(), n)
+	var fds [][2]int
+	for i := range fns {
+		if block != nil {
+			fns[i] = block
+			continue
+		}
+		var p [2]int
+		if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+			panic(err)
+		}
+		fds = append(fds, p)
+		fns[i] = func() {
+			time.AfterFunc(time.Millisecond, func() { _, _ = syscall.Write(p[1], []byte{1}) })
+			var buf [1]byte
+			for {
+				if _, err := syscall.Read(p[0], buf[:]); err != syscall.EINTR {
+					return
+				}
+			}
+		}
+	}
+	return fns, func() {
+		for _, p := range fds {
+			syscall.Close(p[0])
+			syscall.Close(p[1])
+		}
 	}
 }

@@ -21,10 +21,13 @@ import (
 //   - reads the thread's CPU clock: past cpu_intensive_thresh of CPU time
 //     since the item started or last slept, the worker is marked
 //     CPU-intensive (counted as CPUitsv) and stops counting.
-// So the pool starts the next pending item within about one tick (plus
-// scheduling delay of the monitor) of a worker blocking, instead of at once
-// as in the kernel. The cost is a timer wake-up per ms and a 2-5 us read per
-// busy worker per tick, only while items run.
+// While a per-CPU pool has work pending behind a busy worker, the monitor
+// samples that pool's running workers every cmFastPoll (20 us) with an
+// exact sleep instead, backing off to cmTick while none of them sleeps; so
+// the pool starts its next item within tens of us of a worker blocking
+// (docs/design.md, "Concurrency management"). The cost is a 2-5 us read per
+// running worker per fast sample, only while work waits behind it, and a
+// timer wake-up per ms while items run.
 
 var cmMon struct {
 	poolService[struct{}]
@@ -73,6 +76,9 @@ func cmNotifyBusy() {
 // monitor.
 func raiseMonitor() {
 	_ = sched.SetName("gowq/cm")
+	// Short exact sleeps while polling fast (cmFastPoll): without this a
+	// SCHED_OTHER thread's sleeps are stretched by the default 50 us slack.
+	_ = sched.SetTimerSlack(1)
 	prio := int(rtPriority.Load())
 	if sched.CheckRT(prio) == nil && sched.SetAttr(0, sched.Attr{Policy: sched.PolicyFIFO, Priority: prio}) == nil {
 		return
@@ -81,6 +87,28 @@ func raiseMonitor() {
 		_ = sched.SetAttr(0, sched.Attr{Policy: sched.PolicyNormal, Nice: -20})
 	}
 }
+
+// cmFastPoll is the shortest sampling interval, used while a per-CPU pool
+// has pending work behind a busy worker: the monitor then polls that
+// pool's workers with an exact sleep (clock_nanosleep on its own locked
+// thread) instead of a Go timer. Each sample that sees no worker go to
+// sleep doubles the interval, up to cmTick; a sample that sees one go to
+// sleep resets it; so does a pool that comes to have pending work, and the
+// first sample after an idle period is also taken after cmFastPoll. So a
+// pool whose items block keeps the fast cadence and
+// starts the next item within about cmFastPoll of a worker blocking,
+// while a backlog of CPU-bound items costs a few fast samples and then
+// runs at today's 1 ms cadence.
+const cmFastPoll = 20 * time.Microsecond
+
+// cmBackoffMax caps the backed-off interval while pools are busy, also
+// when cmTick is set longer (tests set it to an hour to tell the fast path
+// from the slow tick).
+const cmBackoffMax = time.Millisecond
+
+// cmPolls counts the monitor's samples: fast ones (below cmTick) and all.
+// For Stats and the lab's cost figures.
+var cmPolls struct{ fast, all atomic.Int64 }
 
 func cmMonitor(stop, done chan struct{}) {
 	defer close(done)
@@ -91,6 +119,11 @@ func cmMonitor(stop, done chan struct{}) {
 	stats := map[int]*statEntry{}
 	var tick uint64
 	lastBusy := nanotime()
+	var lastFull int64 // ns of the last full sample
+	// interval is the wait before the next sample; fast is true while some
+	// pool has pending work behind a busy worker.
+	interval := cmFastPoll
+	fast := false
 	defer func() {
 		for _, e := range stats {
 			_ = e.r.Close()
@@ -111,6 +144,7 @@ func cmMonitor(stop, done chan struct{}) {
 		} else if now-lastBusy < int64(cmDeepIdleAfter) {
 			// Light idle: poll at cmIdlePoll, so that the workers' hot path
 			// needs no notification while the pools are in use.
+			fast, interval = false, cmFastPoll
 			t.Reset(cmIdlePoll)
 			select {
 			case <-stop:
@@ -120,6 +154,7 @@ func cmMonitor(stop, done chan struct{}) {
 			continue
 		} else {
 			// Deep idle: wait for cmNotifyBusy.
+			fast, interval = false, cmFastPoll
 			cmMon.idle.Store(true)
 			// Re-check after publishing idle, so a start in between is seen.
 			for _, p := range snap {
@@ -138,19 +173,53 @@ func cmMonitor(stop, done chan struct{}) {
 			cmMon.idle.Store(false)
 			lastBusy = nanotime()
 		}
-		t.Reset(time.Duration(cmTick.Load()))
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
-		now = nanotime()
-		tick++
-		for _, p := range snap {
-			if p.busy.Load() > 0 {
-				refs = p.cmSample(now, refs[:0], stats, tick)
+		tickNs := time.Duration(cmTick.Load())
+		if interval < tickNs {
+			// An exact sleep on this locked thread (SCHED_FIFO or timer
+			// slack 1 ns): a Go timer would add the wake-up of another
+			// thread and tens of us.
+			sched.Nanosleep(int64(interval))
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			cmPolls.fast.Add(1)
+		} else {
+			t.Reset(tickNs)
+			select {
+			case <-stop:
+				return
+			case <-t.C:
 			}
 		}
+		cmPolls.all.Add(1)
+		now = nanotime()
+		tick++
+		// A fast sample reads only the workers that count as running: a
+		// sleeping worker waking up, and CPU-intensive detection, are not
+		// urgent and are left to the full samples, at most 1 ms apart.
+		// With tens of workers asleep in a burst, this keeps a fast sample
+		// at one read per pool.
+		full := now-lastFull >= int64(min(tickNs, cmBackoffMax))-int64(cmFastPoll)/2
+		if full {
+			lastFull = now
+		}
+		wantFast, sawSleep := false, false
+		for _, p := range snap {
+			if p.busy.Load() > 0 {
+				var w, s bool
+				refs, w, s = p.cmSample(now, refs[:0], stats, tick, full)
+				wantFast = wantFast || w
+				sawSleep = sawSleep || s
+			}
+		}
+		if wantFast && (!fast || sawSleep) {
+			interval = cmFastPoll
+		} else {
+			interval = min(2*interval, tickNs, cmBackoffMax)
+		}
+		fast = wantFast
 		if tick%1024 == 0 {
 			for tid, e := range stats {
 				if tick-e.used > 1024 {
@@ -170,6 +239,7 @@ type statEntry struct {
 
 type cmRef struct {
 	wk       *worker
+	tid      int // wk.tid, read under the pool lock (it is cleared under it)
 	gen      uint64
 	state    byte
 	cpuNs    int64
@@ -179,16 +249,20 @@ type cmRef struct {
 	longRun  bool
 }
 
-// cmSample samples p's busy workers and applies the CM transitions.
-func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick uint64) []cmRef {
+// cmSample samples p's busy workers and applies the CM transitions. It
+// reports whether p wants fast sampling (work is pending behind a busy
+// worker and worker creation works) and whether a worker was seen going to
+// sleep. A sample that is not full looks only at the workers counted as
+// running, and reads no CPU clock.
+func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick uint64, full bool) (_ []cmRef, wantFast, sawSleep bool) {
 	thresh := cpuIntensiveThresh.Load()
 	p.mu.Lock()
 	pending := !p.worklist.empty()
 	for _, wk := range p.workers {
-		if wk.current == nil || wk.tid == 0 {
+		if wk.current == nil || wk.tid == 0 || (!full && (!wk.counted || wk.sleeping)) {
 			continue
 		}
-		refs = append(refs, cmRef{wk: wk, gen: wk.gen, pending: pending, sleeping: wk.sleeping,
+		refs = append(refs, cmRef{wk: wk, tid: wk.tid, gen: wk.gen, pending: pending, sleeping: wk.sleeping,
 			longRun: thresh > 0 && !wk.cpuIntensive && now-wk.currentAt >= thresh})
 	}
 	p.mu.Unlock()
@@ -197,32 +271,33 @@ func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick 
 		r := &refs[i]
 		wk := r.wk
 		if r.pending || r.sleeping || r.longRun {
-			e := stats[wk.tid]
+			e := stats[r.tid]
 			if e == nil {
-				sr, err := sched.OpenStat(wk.tid)
+				sr, err := sched.OpenStat(r.tid)
 				if err != nil {
 					continue
 				}
 				e = &statEntry{r: sr}
-				stats[wk.tid] = e
+				stats[r.tid] = e
 			}
 			e.used = tick
 			st, err := e.r.State()
 			if err != nil {
 				_ = e.r.Close()
-				delete(stats, wk.tid)
+				delete(stats, r.tid)
 				continue
 			}
 			r.state = st
 		}
-		if wk.seenAt != r.gen || r.longRun || (r.sleeping && !sched.Sleeping(r.state)) {
-			if c, err := sched.ThreadCPUTime(wk.tid); err == nil {
+		if full && (wk.seenAt != r.gen || r.longRun || (r.sleeping && !sched.Sleeping(r.state))) {
+			if c, err := sched.ThreadCPUTime(r.tid); err == nil {
 				r.cpuNs, r.haveCPU = c, true
 			}
 		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	wantFast = !p.worklist.empty() && !p.createFailing && p.busy.Load() > 0
 	for i := range refs {
 		r := &refs[i]
 		wk := r.wk
@@ -243,6 +318,7 @@ func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick 
 		switch {
 		case r.state != 0 && sched.Sleeping(r.state) && !wk.sleeping:
 			wk.sleeping = true
+			sawSleep = true
 			if wk.counted {
 				wk.counted = false
 				p.nrRunning--
@@ -271,7 +347,7 @@ func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick 
 			p.wakeOrCreate()
 		}
 	}
-	return refs
+	return refs, wantFast, sawSleep
 }
 
 // wakeOrCreate wakes an idle worker, or creates one, when the pool needs

@@ -115,3 +115,13 @@ func SetExitReportEvery(d time.Duration) func() {
 		exitReports.mu.Unlock()
 	}
 }
+
+// SetCMTick sets the CM monitor's slow sampling interval (normally 1 ms)
+// and returns a function that restores it.
+func SetCMTick(d time.Duration) (restore func()) {
+	old := cmTick.Swap(int64(d))
+	return func() { cmTick.Store(old) }
+}
+
+// CMPolls returns the CM monitor's fast samples and all samples so far.
+func CMPolls() (fast, all int64) { return cmPolls.fast.Load(), cmPolls.all.Load() }

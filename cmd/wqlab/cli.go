@@ -165,6 +165,9 @@ func runSuite(ctx context.Context, f *runFlags, stdout, stderr io.Writer) error 
 	if f.list {
 		return listCatalog(stdout)
 	}
+	if len(f.scenarios) == 1 && f.scenarios[0] == scenario.Blocking {
+		return scenario.RunBlocking(ctx, stdout)
+	}
 	o, err := f.options()
 	if err != nil {
 		return err // usage error

@@ -1,0 +1,248 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/sched"
+)
+
+// Blocking is the name of the blocking-items scenario (issue 12). It is not
+// part of the default suite: `wqlab --scenario blocking` runs it alone.
+const Blocking = "blocking"
+
+// BlockingBurst is one measured burst: Config, Kind and N name it; the
+// times run from the first Queue to Flush returning, in ns.
+type BlockingBurst struct {
+	Config, Kind string
+	N            int
+	ColdNs       int64
+	WarmNs       int64
+	Skip         string // why the row was skipped, if it was
+	MonitorCPUNs int64  // CPU time of the CM monitor thread during the two bursts (per-CPU rows)
+}
+
+// blockKinds are the ways an item blocks for blockFor.
+var blockKinds = []string{"time.Sleep", "nanosleep", "pipe read"}
+
+const blockFor = time.Millisecond
+
+// RunBlocking measures bursts of N = 10, 100, 1000 items that each block
+// for 1 ms, for every queue class and a go statement per item, and prints
+// the table with ratios. All rows come from the same run. Cold is the
+// first burst on a fresh queue (and pool: no workers yet), warm the second.
+func RunBlocking(ctx context.Context, w io.Writer) error {
+	configs := []struct {
+		name  string
+		flags wq.Flags
+		goRow bool
+	}{
+		{"per-CPU normal", wq.PerCPU, false},
+		{"per-CPU RT", wq.PerCPU | wq.RT, false},
+		{"unbound normal", wq.Unbound, false},
+		{"unbound RT", wq.Unbound | wq.RT, false},
+		{"go statement", 0, true},
+	}
+	var rows []BlockingBurst
+	for _, kind := range blockKinds {
+		for _, n := range []int{10, 100, 1000} {
+			for _, c := range configs {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				r := BlockingBurst{Config: c.name, Kind: kind, N: n}
+				if c.goRow {
+					r.ColdNs = burstGo(kind, n)
+					r.WarmNs = burstGo(kind, n)
+				} else {
+					q, err := wq.Alloc("blocking", c.flags, 0)
+					if err != nil {
+						r.Skip = err.Error()
+						rows = append(rows, r)
+						continue
+					}
+					cm := monitorTid()
+					c0 := threadCPU(cm)
+					r.ColdNs = burstWQ(q, kind, n)
+					r.WarmNs = burstWQ(q, kind, n)
+					r.MonitorCPUNs = threadCPU(cm) - c0
+					q.Destroy()
+				}
+				rows = append(rows, r)
+			}
+		}
+	}
+	idleLight, idleDeep := idleMonitorCPU()
+	writeBlockingTable(w, rows, idleLight, idleDeep)
+	return nil
+}
+
+func writeBlockingTable(w io.Writer, rows []BlockingBurst, idleLight, idleDeep float64) {
+	ref := func(kind string, n int, cfg string) *BlockingBurst {
+		for i := range rows {
+			if rows[i].Kind == kind && rows[i].N == n && rows[i].Config == cfg && rows[i].Skip == "" {
+				return &rows[i]
+			}
+		}
+		return nil
+	}
+	ratio := func(a, b int64) string {
+		if a == 0 || b == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1fx", float64(a)/float64(b))
+	}
+	ms := func(ns int64) string { return fmt.Sprintf("%.1f", float64(ns)/1e6) }
+	fmt.Fprintf(w, "blocking: bursts of N items that each block 1 ms; first Queue to Flush, ms; cold = fresh queue, warm = second burst\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "block\tN\tqueue\tcold ms\twarm ms\tcold/unbound\twarm/unbound\tcold/go\twarm/go\tcm CPU us/item")
+	for _, r := range rows {
+		if r.Skip != "" {
+			fmt.Fprintf(tw, "%s\t%d\t%s\tskipped: %s\n", r.Kind, r.N, r.Config, r.Skip)
+			continue
+		}
+		ub := "unbound normal"
+		if strings.HasSuffix(r.Config, "RT") {
+			ub = "unbound RT"
+		}
+		uc, uw := "-", "-"
+		if u := ref(r.Kind, r.N, ub); u != nil && strings.HasPrefix(r.Config, "per-CPU") {
+			uc, uw = ratio(r.ColdNs, u.ColdNs), ratio(r.WarmNs, u.WarmNs)
+		}
+		gc, gw := "-", "-"
+		if g := ref(r.Kind, r.N, "go statement"); g != nil && r.Config != "go statement" {
+			gc, gw = ratio(r.ColdNs, g.ColdNs), ratio(r.WarmNs, g.WarmNs)
+		}
+		cpu := "-"
+		if strings.HasPrefix(r.Config, "per-CPU") && r.MonitorCPUNs > 0 {
+			cpu = fmt.Sprintf("%.2f", float64(r.MonitorCPUNs)/1e3/float64(2*r.N))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Kind, r.N, r.Config, ms(r.ColdNs), ms(r.WarmNs), uc, uw, gc, gw, cpu)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "CM monitor CPU while idle: %.1f us/s in the first second after work (2 ms polls), %.2f us/s after (deep idle)\n", idleLight, idleDeep)
+}
+
+// block blocks the calling thread for blockFor in the given way. fds is a
+// pipe for "pipe read": a timer writes one byte 1 ms from now and the
+// item reads it with a blocking read(2).
+func block(kind string, fds [2]int) {
+	switch kind {
+	case "time.Sleep":
+		time.Sleep(blockFor)
+	case "nanosleep":
+		sched.Nanosleep(int64(blockFor))
+	case "pipe read":
+		time.AfterFunc(blockFor, func() { _, _ = syscall.Write(fds[1], []byte{1}) })
+		var b [1]byte
+		for {
+			if _, err := syscall.Read(fds[0], b[:]); err != syscall.EINTR {
+				return
+			}
+		}
+	}
+}
+
+func pipes(kind string, n int) ([][2]int, func()) {
+	ps := make([][2]int, n)
+	if kind != "pipe read" {
+		return ps, func() {}
+	}
+	for i := range ps {
+		var fd [2]int
+		if err := syscall.Pipe2(fd[:], syscall.O_CLOEXEC); err != nil {
+			panic(err)
+		}
+		ps[i] = fd
+	}
+	return ps, func() {
+		for _, fd := range ps {
+			syscall.Close(fd[0])
+			syscall.Close(fd[1])
+		}
+	}
+}
+
+func burstWQ(q *wq.Workqueue, kind string, n int) int64 {
+	ps, done := pipes(kind, n)
+	defer done()
+	works := make([]*wq.Work, n)
+	for i := range works {
+		fd := ps[i]
+		works[i] = wq.NewWork(func() { block(kind, fd) })
+	}
+	t0 := time.Now()
+	for _, wk := range works {
+		q.Queue(wk)
+	}
+	q.Flush()
+	return int64(time.Since(t0))
+}
+
+func burstGo(kind string, n int) int64 {
+	ps, done := pipes(kind, n)
+	defer done()
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	wg.Add(n)
+	for i := 0; i < n; i++ {
+		fd := ps[i]
+		go func() { block(kind, fd); wg.Done() }()
+	}
+	wg.Wait()
+	return int64(time.Since(t0))
+}
+
+// monitorTid returns the tid of the CM monitor thread ("gowq/cm"), 0 if
+// there is none.
+func monitorTid() int {
+	for i := 0; i < 100; i++ {
+		ms, _ := filepath.Glob("/proc/self/task/*/comm")
+		for _, m := range ms {
+			b, err := os.ReadFile(m)
+			if err == nil && strings.TrimSpace(string(b)) == "gowq/cm" {
+				var tid int
+				fmt.Sscan(filepath.Base(filepath.Dir(m)), &tid)
+				return tid
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return 0
+}
+
+func threadCPU(tid int) int64 {
+	if tid == 0 {
+		return 0
+	}
+	c, _ := sched.ThreadCPUTime(tid)
+	return c
+}
+
+// idleMonitorCPU returns the CM monitor's CPU use, in us per second, over
+// the first second after a per-CPU queue was used (light idle) and over
+// the next two seconds (deep idle), with the queue still allocated.
+func idleMonitorCPU() (light, deep float64) {
+	q, err := wq.Alloc("blocking-idle", wq.PerCPU, 0)
+	if err != nil {
+		return 0, 0
+	}
+	defer q.Destroy()
+	burstWQ(q, "nanosleep", 10)
+	cm := monitorTid()
+	c0 := threadCPU(cm)
+	time.Sleep(time.Second)
+	c1 := threadCPU(cm)
+	time.Sleep(2 * time.Second)
+	c2 := threadCPU(cm)
+	return float64(c1-c0) / 1e3, float64(c2-c1) / 1e3 / 2
+}
