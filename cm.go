@@ -1,6 +1,7 @@
 package wq
 
 import (
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -80,8 +81,17 @@ func raiseMonitor() {
 	// SCHED_OTHER thread's sleeps are stretched by the default 50 us slack.
 	_ = sched.SetTimerSlack(1)
 	prio := int(rtPriority.Load())
-	if sched.CheckRT(prio) == nil && sched.SetAttr(0, sched.Attr{Policy: sched.PolicyFIFO, Priority: prio}) == nil {
-		return
+	fifo := sched.Attr{Policy: sched.PolicyFIFO, Priority: prio}
+	if sched.CheckRT(prio) == nil {
+		err := sched.SetAttr(0, fifo)
+		if err == nil {
+			return
+		}
+		// The process looked allowed but the kernel refused (a cgroup
+		// without RT budget, seccomp...): say so, once per monitor start,
+		// rather than run silently below the RT workers it serves.
+		slog.Warn("workqueue: the concurrency-management monitor cannot run SCHED_FIFO; it runs below RT workers and may be starved by CPU hogs",
+			"err", err, "cause", sched.Explain(fifo))
 	}
 	if sched.CheckNice(-20) == nil {
 		_ = sched.SetAttr(0, sched.Attr{Policy: sched.PolicyNormal, Nice: -20})
