@@ -125,12 +125,20 @@ func (m *machine) all() []func() Check {
 // claim folds the blockers DiagnoseClass reported under cause into c: the
 // check FAILs, shows the blocker's detail and gives its fix.
 func (m *machine) claim(c Check, cause string) Check {
+	first := true
 	for i, b := range m.blockers {
 		if b.Cause != cause {
 			continue
 		}
 		m.claimed[i] = true
 		c.Status = Fail
+		// The first blocker (the RT class is diagnosed before nice -20)
+		// gives the detail and the remedy; later ones for the same cause
+		// repeat it.
+		if !first {
+			continue
+		}
+		first = false
 		if b.Detail != "" && !strings.Contains(c.Value, b.Detail) {
 			c.Value += "; " + b.Detail
 		}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -105,9 +106,17 @@ func writeBlockingTable(w io.Writer, rows []BlockingBurst, idleLight, idleDeep f
 	fmt.Fprintf(w, "blocking: bursts of N items that each block 1 ms; first Queue to Flush, ms; cold = fresh queue, warm = second burst\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "block\tN\tqueue\tcold ms\twarm ms\tcold/unbound\twarm/unbound\tcold/go\twarm/go\tcm CPU us/item")
+	// A skipped row shows a short mark; each distinct reason is printed
+	// once under the table, so that long reasons do not break the columns.
+	var reasons []string
 	for _, r := range rows {
 		if r.Skip != "" {
-			fmt.Fprintf(tw, "%s\t%d\t%s\tskipped: %s\n", r.Kind, r.N, r.Config, r.Skip)
+			k := slices.Index(reasons, r.Skip)
+			if k < 0 {
+				reasons = append(reasons, r.Skip)
+				k = len(reasons) - 1
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\tskipped [%d]\t\t\t\t\t\t\n", r.Kind, r.N, r.Config, k+1)
 			continue
 		}
 		ub := "unbound normal"
@@ -129,6 +138,10 @@ func writeBlockingTable(w io.Writer, rows []BlockingBurst, idleLight, idleDeep f
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Kind, r.N, r.Config, ms(r.ColdNs), ms(r.WarmNs), uc, uw, gc, gw, cpu)
 	}
 	tw.Flush()
+	for i, r := range reasons {
+		fmt.Fprintf(w, "skipped [%d]: %s\n", i+1, r)
+	}
+	fmt.Fprintf(w, "ratios: lower is better (x1.0 = as fast as the reference); cm CPU us/item: the CM monitor thread's CPU per item, per-CPU rows only\n")
 	fmt.Fprintf(w, "CM monitor CPU while idle: %.1f us/s in the first second after work (2 ms polls), %.2f us/s after (deep idle)\n", idleLight, idleDeep)
 }
 
