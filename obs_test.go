@@ -133,7 +133,15 @@ func TestObsCPUIntensiveAndCPUTime(t *testing.T) {
 	obsCPUIntensiveThresh(t, 10*time.Millisecond)
 	wq.SetCPUAccounting(true) // the default
 	q := mustAlloc(t, "obs_cpuitsv", wq.PerCPU, 0)
-	q.QueueOn(0, wq.NewWork(func() { obsSpinCPU(t, 20*time.Millisecond) }))
+	// Spin until the monitor has marked the item CPU-intensive (it samples
+	// every 1 ms but may be late on a loaded machine), for at most 5 s of
+	// CPU; at least 20 ms.
+	q.QueueOn(0, wq.NewWork(func() {
+		obsSpinCPU(t, 20*time.Millisecond)
+		for i := 0; i < 5000 && q.Stats().CPUItsv == 0; i++ {
+			obsSpinCPU(t, time.Millisecond)
+		}
+	}))
 	q.Flush()
 	st := q.Stats()
 	if st.CPUItsv != 1 {
