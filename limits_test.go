@@ -227,7 +227,7 @@ func childWait(d time.Duration, what string, cond func() bool) {
 	for !cond() {
 		if time.Now().After(deadline) {
 			for _, q := range wq.Queues(false) {
-				fmt.Printf("%s: %+v\n", q.Name(), q.Stats())
+				fmt.Printf("%s: %+v\n%s", q.Name(), q.Stats(), q.DumpState())
 			}
 			childFail("timed out waiting for %s", what)
 		}

@@ -454,11 +454,12 @@ func (p *pool) maydayTimeout() {
 	}
 }
 
-// relieveThreadPressure lets idle workers of the other pools exit, keeping
-// one idle worker per pool, when p cannot create a worker because the
-// process is at a thread limit: otherwise threads parked idle elsewhere
-// (reaped only after 300 s) could starve p for good. Called with no pool
-// lock held; takes one pool lock at a time.
+// relieveThreadPressure lets every idle worker of the other pools exit
+// when p cannot create a worker because the process is at a thread limit:
+// otherwise threads parked idle elsewhere (reaped only after 300 s) could
+// starve p for good — one kept per pool is enough to starve a pool that
+// has none. Those pools create workers again on demand. Called with no
+// pool lock held; takes one pool lock at a time.
 func relieveThreadPressure(p *pool) {
 	r := &poolRegistry
 	r.mu.Lock()
@@ -471,7 +472,7 @@ func relieveThreadPressure(p *pool) {
 	r.mu.Unlock()
 	for _, o := range others {
 		o.mu.Lock()
-		for !o.dead && len(o.idle) > 1 {
+		for !o.dead && len(o.idle) > 0 {
 			wk := o.idle[0] // least recently active
 			o.removeWorker(wk)
 			wk.dying = true
