@@ -470,15 +470,21 @@ func relieveThreadPressure(p *pool) {
 		}
 	}
 	r.mu.Unlock()
+	var exit []*worker
 	for _, o := range others {
 		o.mu.Lock()
 		for !o.dead && len(o.idle) > 0 {
 			wk := o.idle[0] // least recently active
 			o.removeWorker(wk)
 			wk.dying = true
-			wk.parker.Unpark()
+			exit = append(exit, wk)
 		}
 		o.mu.Unlock()
+	}
+	// Woken after their pool locks are free (a dying worker that was also
+	// just kicked passes the kick on in its loop).
+	for _, wk := range exit {
+		wk.parker.Unpark()
 	}
 }
 

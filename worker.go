@@ -232,6 +232,12 @@ func (wk *worker) loop() {
 		if wk.dying {
 			p.removeWorker(wk)
 			wk.clearIdentity()
+			// A kick may have chosen this worker just before it was told to
+			// die (reaped, or let go under thread pressure): pass the wake
+			// on, so that no pending item is left without a worker.
+			if !p.dead {
+				p.kick()
+			}
 			p.mu.Unlock()
 			return
 		}
