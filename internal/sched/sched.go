@@ -284,16 +284,3 @@ func SelfCPUTime() int64 {
 	_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
 	return ts.Nano()
 }
-
-// SelfName returns the calling thread's name (/proc/thread-self/comm), ""
-// if it cannot be read.
-func SelfName() string {
-	b, err := os.ReadFile("/proc/thread-self/comm")
-	if err != nil {
-		return ""
-	}
-	if n := len(b); n > 0 && b[n-1] == '\n' {
-		b = b[:n-1]
-	}
-	return string(b)
-}
