@@ -1,4 +1,4 @@
-package wq_test
+package bench_test
 
 import (
 	"fmt"
@@ -19,7 +19,7 @@ import (
 // b.ReportMetric; every sub-benchmark of BenchmarkQueueToStart runs in the
 // same process under the same conditions, so compare their ratios:
 //
-//	go test -run '^$' -bench 'QueueToStart|Throughput' -benchtime 20000x .
+//	go test -run '^$' -bench 'QueueToStart|Throughput' -benchtime 20000x ./lab/bench
 
 type submitter interface {
 	submit(fn func())
@@ -224,7 +224,7 @@ func BenchmarkQueueAllocs(b *testing.B) {
 // from the first Queue to Flush returning, on the same queue (warm after
 // the first). Compare the ms/burst of the sub-benchmarks, all from one run:
 //
-//	go test -run '^$' -bench BlockingBurst -benchtime 5x .
+//	go test -run '^$' -bench BlockingBurst -benchtime 5x ./lab/bench
 //
 // The lab's `wqlab --scenario blocking` prints the same with cold bursts,
 // ratios and the CM monitor's CPU cost.
