@@ -8,9 +8,11 @@
 package plot
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"image/color"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -64,31 +66,51 @@ type CDF struct {
 // is left, ErrBadSeries for a malformed series, ErrFormat for an unknown
 // extension, or the error of writing the file. It blocks while it renders
 // and writes (tens of ms).
-func (c CDF) Write(path string) (err error) {
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".svg", ".png", ".pdf", ".eps":
+func (c CDF) Write(path string) error {
+	format := strings.TrimPrefix(strings.ToLower(filepath.Ext(path)), ".")
+	switch format {
+	case "svg", "png", "pdf", "eps":
 	default:
 		return fmt.Errorf("%w: %q (want .svg, .png, .pdf or .eps)", ErrFormat, path)
+	}
+	var buf bytes.Buffer
+	if err := c.Render(&buf, format); err != nil {
+		return fmt.Errorf("plot: rendering %s: %w", path, err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("plot: writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// Render draws the plot to w in format ("svg", "png", "pdf" or "eps"),
+// as Write does to a file; the HTML report inlines the SVG. It returns
+// ErrNoData, ErrBadSeries or ErrFormat as Write does, or w's error. It
+// blocks while it renders (tens of ms).
+func (c CDF) Render(w io.Writer, format string) (err error) {
+	switch format {
+	case "svg", "png", "pdf", "eps":
+	default:
+		return fmt.Errorf("%w: %q (want svg, png, pdf or eps)", ErrFormat, format)
 	}
 	p, err := c.build()
 	if err != nil {
 		return err
 	}
-	w, h := c.Width, c.Height
-	if w <= 0 {
-		w = 12
+	wd, ht := c.Width, c.Height
+	if wd <= 0 {
+		wd = 12
 	}
-	if h <= 0 {
-		h = 6
+	if ht <= 0 {
+		ht = 6
 	}
 	// gonum/plot panics on some degenerate inputs; never let that escape.
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("plot: rendering %s: %v", path, r)
+			err = fmt.Errorf("plot: rendering: %v", r)
 		}
 	}()
-	format := strings.TrimPrefix(strings.ToLower(filepath.Ext(path)), ".")
-	W, H := vg.Length(w)*vg.Inch, vg.Length(h)*vg.Inch
+	W, H := vg.Length(wd)*vg.Inch, vg.Length(ht)*vg.Inch
 	cw, err := draw.NewFormattedCanvas(W, H, format)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrFormat, err)
@@ -98,18 +120,8 @@ func (c CDF) Write(path string) (err error) {
 	legW := p.leg.Rectangle(dc).Size().X + vg.Points(12)
 	p.plot.Draw(draw.Crop(dc, 0, -legW, 0, -vg.Points(6)))
 	p.leg.Draw(draw.Crop(dc, W-legW, 0, 0, -vg.Points(24)))
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("plot: writing %s: %w", path, err)
-	}
-	if _, err := cw.WriteTo(f); err != nil {
-		f.Close()
-		return fmt.Errorf("plot: writing %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("plot: writing %s: %w", path, err)
-	}
-	return nil
+	_, err = cw.WriteTo(w)
+	return err
 }
 
 type built struct {

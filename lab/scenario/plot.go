@@ -11,6 +11,11 @@ import (
 // It returns plot.ErrNoData when no row was measured, or the error of
 // rendering or writing the file.
 func (s *ScenarioResult) WritePlot(path string) error {
+	return s.cdfPlot().Write(path)
+}
+
+// cdfPlot is the plot WritePlot draws and the HTML report inlines.
+func (s *ScenarioResult) cdfPlot() plot.CDF {
 	c := plot.CDF{Title: fmt.Sprintf("wqlab %s (seed %s): queue->start latency CDF", s.Name, joinSeeds(s.Seeds))}
 	if s.Load.Antagonist != "" {
 		c.Title += ", load: " + s.Load.Antagonist
@@ -27,7 +32,7 @@ func (s *ScenarioResult) WritePlot(path string) error {
 		}
 		c.Series = append(c.Series, ser)
 	}
-	return c.Write(path)
+	return c
 }
 
 func joinSeeds(s []string) string {

@@ -38,6 +38,76 @@ func (r *Row) title() string {
 	return r.Label + " (" + r.Note + ")"
 }
 
+// Table is one scenario's table as cells, the form WriteTable prints
+// and the HTML report renders; both draw from it, so a column added to a
+// scenario appears in both.
+type Table struct {
+	Heads []string   // column heads; the first is "config"
+	Rows  []TableRow // one per Row of the scenario, in order
+	// Caption says what the change columns compare against (the row that
+	// plays the seed's "before"), e.g. `latencies in us; chg: change
+	// against "default erofs"`.
+	Caption string
+	Notes   []string // footnotes, one per line
+	Verdict string   // the verdict line
+}
+
+// TableRow is one row of a Table.
+type TableRow struct {
+	ID    string   // configuration ID
+	Title string   // label and note, the first cell
+	Cells []string // one per Heads[1:]; nil when Skipped
+	// Skipped rows carry their reason instead of cells.
+	Skipped    bool
+	SkipReason string
+	Default    bool // the row the change columns compare against
+	BestRT     bool // the verdict's best RT row
+	Kind       Kind
+	Class      Class
+}
+
+// Table returns the scenario's table as cells (latencies in
+// microseconds, formatted as WriteTable prints them). It returns an error
+// wrapping ErrSchema for a scenario this package does not know; a skipped
+// scenario gives a Table with no Heads.
+func (s *ScenarioResult) Table() (Table, error) {
+	var t Table
+	if s.Skipped {
+		return t, nil
+	}
+	def := defOf(s.Name)
+	if def == nil {
+		return t, fmt.Errorf("%w: unknown scenario %q", ErrSchema, s.Name)
+	}
+	t.Heads = []string{"config"}
+	for _, c := range def.columns {
+		t.Heads = append(t.Heads, c.head)
+	}
+	for i := range s.Rows {
+		r := &s.Rows[i]
+		tr := TableRow{ID: r.ID, Title: r.title(), Skipped: r.Skipped, SkipReason: r.SkipReason,
+			Default: r.ID == s.Default, BestRT: r.ID == s.Verdict.BestRT && r.ID != "", Kind: r.Kind, Class: r.Class}
+		if !r.Skipped {
+			for _, c := range def.columns {
+				v := "-"
+				if r.Kind != KindKernel || c.kernel {
+					v = c.cell(r)
+				}
+				tr.Cells = append(tr.Cells, v)
+			}
+		}
+		t.Rows = append(t.Rows, tr)
+	}
+	if d := s.Row(s.Default); d != nil {
+		t.Caption = fmt.Sprintf("latencies in us; chg: change against %q", d.title())
+	} else {
+		t.Caption = "latencies in us"
+	}
+	t.Notes = s.Notes
+	t.Verdict = s.Verdict.Text
+	return t, nil
+}
+
 // WriteTable prints the scenario the way the seeds print their tables:
 // a title, the load the antagonist achieved, one row per configuration
 // (skipped rows with their reason), the footnotes and the verdict line.
@@ -51,32 +121,18 @@ func (s *ScenarioResult) WriteTable(w io.Writer) error {
 		return err
 	}
 	b.WriteString(s.loadLine())
-	def := defOf(s.Name)
-	if def == nil {
-		return fmt.Errorf("%w: unknown scenario %q", ErrSchema, s.Name)
+	t, err := s.Table()
+	if err != nil {
+		return err
 	}
-	heads := []string{"config"}
-	for _, c := range def.columns {
-		heads = append(heads, c.head)
-	}
-	cells := make([][]string, len(s.Rows))
+	heads := t.Heads
 	widths := make([]int, len(heads))
 	for i, h := range heads {
 		widths[i] = len(h)
 	}
-	for i := range s.Rows {
-		r := &s.Rows[i]
-		cells[i] = []string{r.title()}
-		widths[0] = max(widths[0], len(r.title()))
-		if r.Skipped {
-			continue
-		}
-		for j, c := range def.columns {
-			v := "-"
-			if r.Kind != KindKernel || c.kernel {
-				v = c.cell(r)
-			}
-			cells[i] = append(cells[i], v)
+	for _, r := range t.Rows {
+		widths[0] = max(widths[0], len(r.Title))
+		for j, v := range r.Cells {
 			widths[j+1] = max(widths[j+1], len(v))
 		}
 	}
@@ -102,34 +158,31 @@ func (s *ScenarioResult) WriteTable(w io.Writer) error {
 	}
 	b.WriteByte('\n')
 	sep()
-	for i := range s.Rows {
-		fmt.Fprintf(&b, "| %-*s |", widths[0], cells[i][0])
-		if s.Rows[i].Skipped {
-			msg := "skipped: " + s.Rows[i].SkipReason
+	for _, r := range t.Rows {
+		fmt.Fprintf(&b, "| %-*s |", widths[0], r.Title)
+		if r.Skipped {
+			msg := "skipped: " + r.SkipReason
 			if len(msg) > inner && inner > 3 {
 				msg = msg[:inner-3] + "..."
 			}
 			fmt.Fprintf(&b, " %-*s |\n", inner, msg)
 			continue
 		}
-		for j := 1; j < len(cells[i]); j++ {
-			fmt.Fprintf(&b, " %*s |", widths[j], cells[i][j])
+		for j, v := range r.Cells {
+			fmt.Fprintf(&b, " %*s |", widths[j+1], v)
 		}
 		b.WriteByte('\n')
 	}
 	sep()
-	if d := s.Row(s.Default); d != nil {
-		fmt.Fprintf(&b, "latencies in us; chg: change against %q\n", d.title())
-	} else {
-		b.WriteString("latencies in us\n")
-	}
-	for _, n := range s.Notes {
+	b.WriteString(t.Caption)
+	b.WriteByte('\n')
+	for _, n := range t.Notes {
 		b.WriteString(n)
 		b.WriteByte('\n')
 	}
-	b.WriteString(s.Verdict.Text)
+	b.WriteString(t.Verdict)
 	b.WriteByte('\n')
-	_, err := io.WriteString(w, b.String())
+	_, err = io.WriteString(w, b.String())
 	return err
 }
 
