@@ -1,0 +1,169 @@
+package scenario
+
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+	"html/template"
+	"io"
+	"reflect"
+	"strings"
+	"time"
+)
+
+//go:embed report.html.tmpl
+var reportTmplText string
+
+var reportTmpl = template.Must(template.New("report").Parse(reportTmplText))
+
+// reportPage is what report.html.tmpl renders.
+type reportPage struct {
+	Title     string
+	Started   string
+	Finished  string
+	Schema    string
+	Machine   []fact
+	Settings  []fact
+	Scenarios []reportScenario
+	Printed   string // everything the run printed, as results.txt holds it
+}
+
+type fact struct{ Name, Value string }
+
+type reportScenario struct {
+	*ScenarioResult
+	SeedList    string
+	LoadLine    string
+	Table       Table
+	TableErr    string
+	DefaultRow  string        // title of the row the change columns compare against
+	VerdictKind string        // "yes", "no" or "undecided", for the style
+	SVG         template.HTML // the CDF plot, inline; "" when no row was measured
+	PlotErr     string
+}
+
+// WriteHTML writes the run's report to w as one self-contained HTML page
+// (wqlab writes it as wqlab-results/index.html): inline CSS, every plot
+// inlined as SVG, no script and no reference to anything outside the
+// page, so it opens from disk with no network. It holds the verdicts,
+// the machine facts and settings, every scenario's table (from Table, so
+// columns and scenarios added later appear without changes here) with
+// its load line, footnotes, comparison row and queue->start CDF, and
+// printed, the text the run printed (tables that are not in Results
+// included), verbatim. It renders each plot (tens of ms each) and
+// returns the template's or w's error; a plot that cannot be drawn is
+// reported in the page instead.
+func (r *Results) WriteHTML(w io.Writer, printed []byte) error {
+	pg := reportPage{
+		Title:    "wqlab results",
+		Started:  fmtTime(r.Started),
+		Finished: fmtTime(r.Finished),
+		Schema:   r.Schema,
+		Machine:  facts(reflect.ValueOf(r.Machine), ""),
+		Settings: facts(reflect.ValueOf(r.Settings), ""),
+		Printed:  string(printed),
+	}
+	if !r.Started.IsZero() {
+		pg.Title += ", " + pg.Started
+	}
+	for i := range r.Scenarios {
+		s := &r.Scenarios[i]
+		rs := reportScenario{ScenarioResult: s, SeedList: strings.Join(s.Seeds, ", ")}
+		if !s.Skipped {
+			rs.LoadLine = strings.TrimSpace(s.loadLine())
+			t, err := s.Table()
+			if err != nil {
+				rs.TableErr = err.Error()
+			}
+			rs.Table = t
+			if d := s.Row(s.Default); d != nil {
+				rs.DefaultRow = d.title()
+			}
+			switch {
+			case !s.Verdict.Decided:
+				rs.VerdictKind = "undecided"
+			case s.Verdict.RTWins:
+				rs.VerdictKind = "yes"
+			default:
+				rs.VerdictKind = "no"
+			}
+			svg, err := s.plotSVG()
+			if err != nil {
+				rs.PlotErr = err.Error()
+			}
+			rs.SVG = svg
+		}
+		pg.Scenarios = append(pg.Scenarios, rs)
+	}
+	var b bytes.Buffer
+	if err := reportTmpl.Execute(&b, pg); err != nil {
+		return fmt.Errorf("scenario: rendering the HTML report: %w", err)
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// plotSVG renders the scenario's CDF as an inline <svg> element (the XML
+// prolog dropped). It returns "" and nil when no row has a CDF.
+func (s *ScenarioResult) plotSVG() (template.HTML, error) {
+	c := s.cdfPlot()
+	if len(c.Series) == 0 {
+		return "", nil
+	}
+	var b bytes.Buffer
+	if err := c.Render(&b, "svg"); err != nil {
+		return "", err
+	}
+	out := b.String()
+	if i := strings.Index(out, "<svg"); i >= 0 {
+		out = out[i:]
+	}
+	// Our own renderer's output, from numbers and our labels (gonum
+	// escapes text); safe to inline.
+	return template.HTML(out), nil //nolint:gosec
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+// facts lists a struct's fields as name/value pairs, named by their JSON
+// keys, nested structs flattened with a dot, so that fields added to
+// Machine or Settings appear in the report without changes here.
+func facts(v reflect.Value, prefix string) []fact {
+	var out []fact
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		fv := v.Field(i)
+		if fv.Kind() == reflect.Struct {
+			out = append(out, facts(fv, prefix+name+".")...)
+			continue
+		}
+		if fv.IsZero() && strings.Contains(f.Tag.Get("json"), "omitempty") {
+			continue
+		}
+		val := fmt.Sprint(fv.Interface())
+		if strings.HasSuffix(name, "_ns") && fv.Kind() == reflect.Int64 {
+			val = time.Duration(fv.Int()).String()
+		}
+		if fv.Kind() == reflect.Slice {
+			val = strings.Trim(val, "[]")
+		}
+		out = append(out, fact{prefix + name, val})
+	}
+	return out
+}

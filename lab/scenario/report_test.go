@@ -1,0 +1,228 @@
+package scenario
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+)
+
+// fixedResults is a whole run with fixed numbers: every scenario of the
+// catalog, each with every row measured (and a CDF), except one skipped
+// row; the erofs scenario has an unknown extra so that it stays generic.
+func fixedResults() *Results {
+	res := &Results{Schema: SchemaVersion, Started: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC),
+		Finished: time.Date(2026, 11, 30, 12, 2, 0, 0, time.UTC), Machine: DetectMachine(),
+		Settings: Settings{Scenarios: Names(), DurationNs: int64(2 * time.Second), Antagonist: AntagonistCPUIO}}
+	for si, def := range scenarioDefs {
+		s := ScenarioResult{Name: def.name, Title: def.title, Seeds: def.seeds, Description: def.desc, Default: def.dflt,
+			Load: LoadInfo{Antagonist: "8 burners at 90% (qsort)", ProcCPUs: 1.9}, Rounds: 4, SliceNs: int64(50 * time.Millisecond),
+			Notes: def.notes}
+		for i, d := range def.rows {
+			r := Row{ID: d.ID, Label: d.Label, Note: d.Note, Kind: d.Kind, Class: d.Class}
+			if i == 1 {
+				r.Skipped, r.SkipReason = true, "not permitted here (test)"
+				s.Rows = append(s.Rows, r)
+				continue
+			}
+			base := float64(10 + 7*i + si)
+			r.Items = int64(1000 + i)
+			r.QueueToStart = Latency{Count: r.Items, MinUs: 1, MedianUs: base, AvgUs: base * 1.2, MaxUs: base * 50,
+				P90Us: base * 2, P95Us: base * 3, P98Us: base * 4, P99Us: base * 5, P999Us: base * 9}
+			if def.name == Verity {
+				r.Clat = &Latency{Count: r.Items, AvgUs: base + 40, MaxUs: base * 60}
+				r.BandwidthMiBs = 100 - float64(i)
+			}
+			if def.name == Delayed {
+				pct := 50.0
+				r.OnQueueCPUPct = &pct
+			}
+			r.CDF = []CDFPoint{{1, 0}, {base, 0.5}, {base * 5, 0.99}, {base * 50, 1}}
+			s.Rows = append(s.Rows, r)
+		}
+		computeChanges(&s, def.changes)
+		s.Verdict = computeVerdict(&s, def.verdict)
+		res.Scenarios = append(res.Scenarios, s)
+	}
+	return res
+}
+
+// node helpers over golang.org/x/net/html.
+
+func attr(n *html.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+func walk(n *html.Node, f func(*html.Node)) {
+	f(n)
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		walk(c, f)
+	}
+}
+
+func elems(root *html.Node, tag string) []*html.Node {
+	var out []*html.Node
+	walk(root, func(n *html.Node) {
+		if n.Type == html.ElementNode && n.Data == tag {
+			out = append(out, n)
+		}
+	})
+	return out
+}
+
+func text(n *html.Node) string {
+	var b strings.Builder
+	walk(n, func(c *html.Node) {
+		if c.Type == html.TextNode {
+			b.WriteString(c.Data)
+		}
+	})
+	return strings.TrimSpace(b.String())
+}
+
+// TestWriteHTML parses the report and checks, for every scenario, that
+// its table holds exactly the cells of Table(), its verdict and its
+// inline plot; that the machine facts and the printed text are there;
+// and that the page refers to nothing outside itself.
+func TestWriteHTML(t *testing.T) {
+	res := fixedResults()
+	printed := "doctor: OK\n== submit: ... ==\nfio-style completion latency <&> marker-1234\n"
+	var b bytes.Buffer
+	if err := res.WriteHTML(&b, []byte(printed)); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := html.Parse(bytes.NewReader(b.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := map[string]*html.Node{}
+	for _, tb := range elems(doc, "table") {
+		if strings.Contains(attr(tb, "class"), "results") {
+			tables[attr(tb, "data-scenario")] = tb
+		}
+	}
+	if len(tables) != len(scenarioDefs) {
+		t.Fatalf("%d result tables, want %d", len(tables), len(scenarioDefs))
+	}
+	for i := range res.Scenarios {
+		s := &res.Scenarios[i]
+		want, err := s.Table()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb := tables[s.Name]
+		if tb == nil {
+			t.Errorf("%s: no table", s.Name)
+			continue
+		}
+		var heads []string
+		for _, th := range elems(tb, "th") {
+			heads = append(heads, text(th))
+		}
+		if strings.Join(heads, "|") != strings.Join(want.Heads, "|") {
+			t.Errorf("%s: heads %q, want %q", s.Name, heads, want.Heads)
+		}
+		trs := elems(elems(tb, "tbody")[0], "tr")
+		if len(trs) != len(want.Rows) {
+			t.Fatalf("%s: %d rows, want %d", s.Name, len(trs), len(want.Rows))
+		}
+		for j, tr := range trs {
+			wr := want.Rows[j]
+			var cells []string
+			for _, td := range elems(tr, "td") {
+				cells = append(cells, text(td))
+			}
+			if attr(tr, "data-config") != wr.ID || cells[0] != wr.Title {
+				t.Errorf("%s row %d: %q %q, want %q %q", s.Name, j, attr(tr, "data-config"), cells[0], wr.ID, wr.Title)
+			}
+			if wr.Skipped {
+				if len(cells) != 2 || !strings.Contains(cells[1], wr.SkipReason) {
+					t.Errorf("%s %s: skipped row cells %q", s.Name, wr.ID, cells)
+				}
+				continue
+			}
+			if strings.Join(cells[1:], "|") != strings.Join(wr.Cells, "|") {
+				t.Errorf("%s %s: cells %q, want %q", s.Name, wr.ID, cells[1:], wr.Cells)
+			}
+		}
+		sec := findID(doc, "scenario-"+s.Name)
+		if sec == nil {
+			t.Fatalf("%s: no section", s.Name)
+		}
+		if got := text(sec); !strings.Contains(got, s.Verdict.Text) || !strings.Contains(got, "Comparison with seed") {
+			t.Errorf("%s: section lacks the verdict or the comparison:\n%s", s.Name, got)
+		}
+		if svgs := elems(sec, "svg"); len(svgs) != 1 {
+			t.Errorf("%s: %d inline svg plots, want 1", s.Name, len(svgs))
+		}
+	}
+	page := text(doc)
+	for _, want := range []string{"marker-1234 ", "<&>", "online_cpus", "privileges.sched_fifo", "go_version", res.Machine.GoVersion, "duration_ns"} {
+		if !strings.Contains(page, want) && !strings.Contains(page, strings.TrimSpace(want)) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	// Self-contained: no script, stylesheet link, frame or remote reference.
+	walk(doc, func(n *html.Node) {
+		if n.Type != html.ElementNode {
+			return
+		}
+		switch n.Data {
+		case "script", "link", "iframe", "img", "object", "embed":
+			t.Errorf("external-asset element <%s>", n.Data)
+		}
+		for _, a := range n.Attr {
+			if (a.Key == "src" || a.Key == "href") && !strings.HasPrefix(a.Val, "#") {
+				t.Errorf("<%s %s=%q> refers outside the page", n.Data, a.Key, a.Val)
+			}
+		}
+	})
+	if bytes.Contains(b.Bytes(), []byte("@import")) || bytes.Contains(b.Bytes(), []byte("url(")) {
+		t.Error("the CSS loads something")
+	}
+}
+
+func findID(root *html.Node, id string) *html.Node {
+	var out *html.Node
+	walk(root, func(n *html.Node) {
+		if out == nil && n.Type == html.ElementNode && attr(n, "id") == id {
+			out = n
+		}
+	})
+	return out
+}
+
+// TestWriteHTMLSkipped: a skipped scenario shows its reason and no table;
+// a scenario this package does not know shows the error, and the rest of
+// the page is still written.
+func TestWriteHTMLSkipped(t *testing.T) {
+	res := fixedResults()
+	res.Scenarios[0] = ScenarioResult{Name: Verity, Title: "v", Skipped: true, SkipReason: "cannot prepare data: disk full"}
+	res.Scenarios = append(res.Scenarios, ScenarioResult{Name: "future", Title: "a later scenario"})
+	var b bytes.Buffer
+	if err := res.WriteHTML(&b, nil); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := html.Parse(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := findID(doc, "scenario-verity")
+	if v == nil || !strings.Contains(text(v), "disk full") || len(elems(v, "table")) != 0 {
+		t.Errorf("skipped verity section wrong")
+	}
+	f := findID(doc, "scenario-future")
+	if f == nil || !strings.Contains(text(f), `unknown scenario "future"`) {
+		t.Errorf("unknown scenario not reported")
+	}
+	if findID(doc, "scenario-delayed") == nil {
+		t.Error("later scenarios missing")
+	}
+}
