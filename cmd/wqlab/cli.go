@@ -61,7 +61,7 @@ func (f *runFlags) register(fs *pflag.FlagSet) {
 	fs.StringSliceVarP(&f.configs, "configs", "c", nil,
 		"configurations to measure, comma-separated IDs or groups ("+strings.Join(scenario.ConfigGroups(), ", ")+"); see --list (default all)")
 	fs.BoolVar(&f.json, "json", false, "print the results JSON on stdout instead of the tables")
-	fs.StringVarP(&f.out, "out", "o", "wqlab-results", `directory for results.json, results.txt and plots ("" writes nothing)`)
+	fs.StringVarP(&f.out, "out", "o", "wqlab-results", `directory for index.html (the report), results.json, results.txt and plots ("" writes nothing)`)
 	fs.StringVar(&f.antagonist, "antagonist", scenario.AntagonistCPUIO,
 		"CPU load: cpuio (8 fio-equivalent burners at 90%), fio (the real fio, if installed), none")
 	fs.Int64Var(&f.verityMiB, "verity-mib", 0, "verity data size in MiB (default 64, --quick 8)")
@@ -209,7 +209,7 @@ func runSuite(ctx context.Context, f *runFlags, stdout, stderr io.Writer) error 
 	if f.out != "" {
 		werr = writeOutputs(f.out, f.plotFormat, res, txt.Bytes())
 		if werr == nil {
-			fmt.Fprintf(human, "\nresults written to %s/ (results.json, results.txt, plots)\n", f.out)
+			fmt.Fprintf(human, "\nresults written to %s/ (index.html, results.json, results.txt, plots)\n", f.out)
 		}
 	}
 	if f.json {
@@ -285,8 +285,9 @@ func summary(res *scenario.Results) string {
 	return b.String()
 }
 
-// writeOutputs writes results.json, results.txt, verity-fio.txt and one
-// plot per scenario into dir.
+// writeOutputs writes results.json, results.txt, verity-fio.txt, one
+// plot per scenario and index.html (the self-contained HTML report) into
+// dir.
 func writeOutputs(dir, format string, res *scenario.Results, txt []byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
@@ -317,6 +318,14 @@ func writeOutputs(dir, format string, res *scenario.Results, txt []byte) error {
 		errs = append(errs, os.WriteFile(filepath.Join(dir, "results.json"), jb.Bytes(), 0o644))
 	}
 	errs = append(errs, os.WriteFile(filepath.Join(dir, "results.txt"), txt, 0o644))
+	// The page a person opens: self-contained (plots inline), so it
+	// opens from disk and can be mailed or attached on its own.
+	var hb bytes.Buffer
+	if err := res.WriteHTML(&hb, txt); err != nil {
+		errs = append(errs, err)
+	} else {
+		errs = append(errs, os.WriteFile(filepath.Join(dir, "index.html"), hb.Bytes(), 0o644))
+	}
 	return errors.Join(errs...)
 }
 

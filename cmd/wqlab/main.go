@@ -10,7 +10,9 @@
 // executors (a go statement, a channel pool, ants, pond) under the same
 // CPU load, interleaved in short slices. It prints one table per
 // scenario with a verdict line, and writes wqlab-results/ with
-// results.json (schema: package github.com/gowq/wq/lab/scenario),
+// index.html (the report to open in a browser: every table, the
+// verdicts, the machine facts and the CDF plots in one self-contained
+// page), results.json (schema: package github.com/gowq/wq/lab/scenario),
 // results.txt and one latency CDF plot per scenario.
 //
 //	wqlab                       # the default suite, ~2 min

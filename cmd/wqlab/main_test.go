@@ -143,7 +143,7 @@ func TestQuickSubmitEndToEnd(t *testing.T) {
 	if s := res.Scenario(scenario.Submit); s.Plot != "submit-cdf.svg" {
 		t.Errorf("plot = %q", s.Plot)
 	}
-	for _, f := range []string{"submit-cdf.svg", "results.txt"} {
+	for _, f := range []string{"submit-cdf.svg", "results.txt", "index.html"} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s not written: %v", f, err)
 		}
