@@ -10,6 +10,11 @@
 // ?format=json):
 //
 //	/          an index of the endpoints
+//	/ui        a live HTML page, compiled into the binary and self-contained
+//	           (inline CSS and script, no external asset): the monitor
+//	           table with items/s, each queue's queue-to-start histogram
+//	           (log2 us buckets) and the pools with their workers; it
+//	           polls /monitor, /hist and /dump (JSON) once a second
 //	/monitor   the table of the kernel's tools/workqueue/wq_monitor.py:
 //	           total infl CPUtime CPUitsv CMW/RPR mayday rescued per
 //	           workqueue; ?filter=REGEX keeps the queues whose name matches

@@ -32,6 +32,7 @@ func Handler(opts Options) http.Handler {
 	h := &handler{opts: opts, cop: http.NewCrossOriginProtection()}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", h.index)
+	mux.HandleFunc("GET /ui", h.ui)
 	mux.HandleFunc("GET /monitor", h.monitor)
 	mux.HandleFunc("GET /dump", h.dump)
 	mux.HandleFunc("GET /hist", h.hist)
@@ -92,7 +93,8 @@ func (h *handler) index(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	var b strings.Builder
-	b.WriteString("<!DOCTYPE html>\n<html><head><title>gowq</title></head><body>\n<h1>gowq workqueues</h1>\n<ul>\n")
+	b.WriteString("<!DOCTYPE html>\n<html><head><title>gowq</title></head><body>\n<h1>gowq workqueues</h1>\n")
+	b.WriteString("<p><a href=\"ui\">live page</a>: the monitor table, queue-to-start histograms and pools, refreshed every second</p>\n<ul>\n")
 	for _, e := range endpoints {
 		// Relative links, so the index works at any mount point.
 		fmt.Fprintf(&b, "<li><a href=\"%s\">%s</a> (<a href=\"%s?format=json\">json</a>): %s</li>\n", e.path, e.path, e.path, html.EscapeString(e.what))
