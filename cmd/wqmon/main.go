@@ -19,6 +19,13 @@
 // each queue was allocated instead, which is what wq_monitor.py prints.
 // REGEX arguments keep the workqueues whose name matches any of them.
 //
+// wqmon also prints, on stderr, the URL of the program's live page
+// (URL/ui, served by wqhttp): open it in a browser for the same table
+// refreshed every second, each queue's queue-to-start histogram and the
+// pools with their workers. With -demo it is the demo's page:
+//
+//	wqmon: live page: http://127.0.0.1:40123/debug/wq/ui
+//
 // Flags:
 //
 //	-i SECS  interval between samples, in seconds (default 1; 0 prints once and exits)
@@ -27,7 +34,8 @@
 //	-c       cumulative: print totals instead of per-interval deltas
 //	-n N     stop after N samples (0, the default: until interrupted)
 //	-demo    start an in-process demo workload and a wqhttp handler on
-//	         127.0.0.1 (its URL is printed on stderr) and monitor it
+//	         127.0.0.1 (its URL and live page are printed on stderr) and
+//	         monitor it
 //
 // wqmon exits 0 after N samples or on SIGINT/SIGTERM, 1 when the first
 // sample cannot be fetched, 2 on bad usage. Later fetch errors are printed
@@ -140,7 +148,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		c.base = d.url
 		fmt.Fprintf(stderr, "wqmon: demo workload served at %s/\n", d.url)
 	}
+	fmt.Fprintf(stderr, "wqmon: live page: %s\n", uiURL(c.base))
 	return monitor(ctx, c, stdout, stderr)
+}
+
+// uiURL returns the URL of wqhttp's live page (/ui) for base, the URL
+// given on the command line (the handler's mount point, or its /monitor).
+func uiURL(base string) string {
+	u := strings.TrimRight(base, "/")
+	u = strings.TrimSuffix(u, "/monitor")
+	return u + "/ui"
 }
 
 // monitorURL returns the JSON sample URL for base and filter.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -79,6 +80,9 @@ func TestTableDeltas(t *testing.T) {
 		if r[1] != "0" {
 			t.Errorf("later row %q, want delta 0", r)
 		}
+	}
+	if !strings.Contains(errOut, "live page: "+srv.URL+"/debug/wq/ui\n") {
+		t.Errorf("stderr lacks the live page's URL: %q", errOut)
 	}
 	if !strings.Contains(errOut, "per-interval deltas") {
 		t.Errorf("stderr %q", errOut)
@@ -191,6 +195,9 @@ func TestDemo(t *testing.T) {
 		if total == 0 {
 			t.Errorf("%s: no work in any of 3 samples:\n%s", q, out)
 		}
+	}
+	if !regexp.MustCompile(`live page: http://127\.0\.0\.1:\d+/debug/wq/ui\n`).MatchString(errOut) {
+		t.Errorf("stderr lacks the live page's URL: %q", errOut)
 	}
 	if !strings.Contains(errOut, "demo workload served at http://127.0.0.1:") {
 		t.Errorf("stderr %q", errOut)
