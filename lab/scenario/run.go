@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gowq/wq/lab/driver"
 	"github.com/gowq/wq/lab/stats"
 )
 
@@ -63,8 +64,8 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		works[name] = w
 	}
 
-	lm := &loadMgr{antagonist: p.antagonist, nice20: res.Machine.Privileges.Nice20, hogCPU: hogCPU(), logf: logf}
-	defer lm.close()
+	lm := newLoads(p, res.Machine.Privileges.Nice20, logf)
+	defer lm.Close()
 	for _, name := range p.scenarios {
 		if ctx.Err() != nil {
 			break
@@ -75,7 +76,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 			sr = ScenarioResult{Name: name, Title: def.title, Seeds: def.seeds, Description: def.desc,
 				Default: def.dflt, Skipped: true, SkipReason: "cannot prepare data: " + err.Error()}
 		} else {
-			lm.ensure(def.load)
+			lm.Ensure(def.load, 0)
 			sr = runScenario(ctx, o, p, def, works[name], lm, logf)
 		}
 		res.Scenarios = append(res.Scenarios, sr)
@@ -141,12 +142,12 @@ const warmup = 30 * time.Millisecond
 
 // runScenario measures every selected row of def under the current load.
 //
-// Interleaving: the rows are measured in rounds; each round gives every
+// Interleaving (driver.Interleave): the rows are measured in rounds; each round gives every
 // row one slice (50-500 ms) and the order rotates by one row per round.
 // So a change in the machine's load during the run (a burner's phase, a
 // background job) falls on every row alike, rather than on whichever
 // rows happened to run at that moment.
-func runScenario(ctx context.Context, o Options, p *plan, def *scenarioDef, w workload, lm *loadMgr,
+func runScenario(ctx context.Context, o Options, p *plan, def *scenarioDef, w workload, lm *driver.Loads,
 	logf func(string, ...any)) ScenarioResult {
 	sr := ScenarioResult{Name: def.name, Title: def.title, Seeds: def.seeds, Description: def.desc, Default: def.dflt}
 	sr.Notes = append(sr.Notes, def.notes...)
@@ -193,32 +194,27 @@ func runScenario(ctx context.Context, o Options, p *plan, def *scenarioDef, w wo
 	for _, r := range live {
 		w.slice(ctx, r, warmup, newRecord())
 	}
-	probe := lm.probe()
+	probe := lm.Probe()
 	var kern *kernelRec
 	if p.kernel {
 		kern = startKernel(ctx, p, def.name, logf)
 	}
 	done := 0
-	for round := 0; round < rounds && ctx.Err() == nil; round++ {
-		for i := range live {
-			if ctx.Err() != nil {
-				break
-			}
-			r := live[(i+round)%len(live)]
-			w.slice(ctx, r, slice, r.rec)
-			done++
-			progress(o, Progress{Scenario: def.name, Phase: PhaseMeasure, Done: done, Total: total})
-		}
-	}
+	driver.Interleave(ctx, len(live), rounds, func(i, _ int) bool {
+		w.slice(ctx, live[i], slice, live[i].rec)
+		done++
+		progress(o, Progress{Scenario: def.name, Phase: PhaseMeasure, Done: done, Total: total})
+		return true
+	})
 	var kernRows []Row
 	var kernNotes []string
 	if p.kernel {
 		kernRows, kernNotes = kern.finish(def.name, logf)
 	}
-	lm.read(probe, &sr.Load)
+	fillLoad(lm.Read(probe), &sr.Load)
 	w.describe(&sr.Load)
 	if def.name == Delayed {
-		nc := lm.hogNc
+		nc := lm.HogNice()
 		sr.Load.HogNice = &nc
 	}
 

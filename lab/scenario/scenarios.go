@@ -2,6 +2,8 @@ package scenario
 
 import (
 	"fmt"
+
+	"github.com/gowq/wq/lab/driver"
 )
 
 // metric is a number of a row that tables compare.
@@ -76,7 +78,7 @@ type scenarioDef struct {
 	changes           []metric // stored in Row.Change
 	columns           []column
 	notes             []string
-	load              string
+	load              driver.LoadKind
 }
 
 func defOf(name string) *scenarioDef {

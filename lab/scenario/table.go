@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/gowq/wq/lab/driver"
 	"github.com/gowq/wq/lab/stats"
 )
 
@@ -59,65 +60,23 @@ func (s *ScenarioResult) WriteTable(w io.Writer) error {
 	for _, c := range def.columns {
 		heads = append(heads, c.head)
 	}
-	cells := make([][]string, len(s.Rows))
-	widths := make([]int, len(heads))
-	for i, h := range heads {
-		widths[i] = len(h)
-	}
+	lines := make([]driver.Line, len(s.Rows))
 	for i := range s.Rows {
 		r := &s.Rows[i]
-		cells[i] = []string{r.title()}
-		widths[0] = max(widths[0], len(r.title()))
+		lines[i].Cells = []string{r.title()}
 		if r.Skipped {
+			lines[i].Skipped, lines[i].Skip = true, r.SkipReason
 			continue
 		}
-		for j, c := range def.columns {
+		for _, c := range def.columns {
 			v := "-"
 			if r.Kind != KindKernel || c.kernel {
 				v = c.cell(r)
 			}
-			cells[i] = append(cells[i], v)
-			widths[j+1] = max(widths[j+1], len(v))
+			lines[i].Cells = append(lines[i].Cells, v)
 		}
 	}
-	sep := func() {
-		b.WriteByte('+')
-		for _, wd := range widths {
-			b.WriteString(strings.Repeat("-", wd+2))
-			b.WriteByte('+')
-		}
-		b.WriteByte('\n')
-	}
-	inner := -3 // width of all columns but the first, as one cell
-	for _, wd := range widths[1:] {
-		inner += wd + 3
-	}
-	sep()
-	for i, h := range heads {
-		if i == 0 {
-			fmt.Fprintf(&b, "| %-*s |", widths[i], h)
-		} else {
-			fmt.Fprintf(&b, " %*s |", widths[i], h)
-		}
-	}
-	b.WriteByte('\n')
-	sep()
-	for i := range s.Rows {
-		fmt.Fprintf(&b, "| %-*s |", widths[0], cells[i][0])
-		if s.Rows[i].Skipped {
-			msg := "skipped: " + s.Rows[i].SkipReason
-			if len(msg) > inner && inner > 3 {
-				msg = msg[:inner-3] + "..."
-			}
-			fmt.Fprintf(&b, " %-*s |\n", inner, msg)
-			continue
-		}
-		for j := 1; j < len(cells[i]); j++ {
-			fmt.Fprintf(&b, " %*s |", widths[j], cells[i][j])
-		}
-		b.WriteByte('\n')
-	}
-	sep()
+	driver.WriteBox(&b, heads, lines)
 	if d := s.Row(s.Default); d != nil {
 		fmt.Fprintf(&b, "latencies in us; chg: change against %q\n", d.title())
 	} else {
