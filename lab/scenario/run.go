@@ -132,6 +132,8 @@ func prepare(name string, p *plan, pr Privileges) (workload, error) {
 		return &submitWork{}, nil
 	case Delayed:
 		return newDelayed(hogCPU(), pr.Nice20), nil
+	case Throughput:
+		return newThroughput(p), nil
 	}
 	return nil, fmt.Errorf("%w: unknown scenario %q", ErrInvalidOption, name)
 }
@@ -187,6 +189,10 @@ func runScenario(ctx context.Context, o Options, p *plan, def *scenarioDef, w wo
 		}
 	}
 	slice, rounds := sliceLen(p.duration, len(live))
+	if def.rounds != nil {
+		// Count-based slices: the workload knows its share per round.
+		slice, rounds = 0, def.rounds(p)
+	}
 	sr.SliceNs, sr.Rounds, sr.DurationNs = int64(slice), rounds, int64(slice)*int64(rounds)*int64(len(live))
 	total := rounds * len(live)
 	progress(o, Progress{Scenario: def.name, Phase: PhaseMeasure, Total: total})
@@ -200,12 +206,16 @@ func runScenario(ctx context.Context, o Options, p *plan, def *scenarioDef, w wo
 		kern = startKernel(ctx, p, def.name, logf)
 	}
 	done := 0
+	t0 := time.Now()
 	driver.Interleave(ctx, len(live), rounds, func(i, _ int) bool {
 		w.slice(ctx, live[i], slice, live[i].rec)
 		done++
 		progress(o, Progress{Scenario: def.name, Phase: PhaseMeasure, Done: done, Total: total})
 		return true
 	})
+	if def.rounds != nil {
+		sr.DurationNs = int64(time.Since(t0))
+	}
 	var kernRows []Row
 	var kernNotes []string
 	if p.kernel {
@@ -230,7 +240,14 @@ func runScenario(ctx context.Context, o Options, p *plan, def *scenarioDef, w wo
 	sr.Rows = append(sr.Rows, kernRows...)
 	sr.Notes = append(sr.Notes, kernNotes...)
 	computeChanges(&sr, def.changes)
-	sr.Verdict = computeVerdict(&sr, def.verdict)
+	if def.finish != nil {
+		def.finish(&sr)
+	}
+	if def.verdictFn != nil {
+		sr.Verdict = def.verdictFn(&sr)
+	} else {
+		sr.Verdict = computeVerdict(&sr, def.verdict)
+	}
 	if ctx.Err() != nil {
 		sr.Notes = append(sr.Notes, "Interrupted: the rows were measured for less than the planned time.")
 	}
@@ -273,6 +290,8 @@ func rowResult(def *scenarioDef, r *rowRun, interrupted bool) Row {
 	case Delayed:
 		pct := 100 * float64(rec.onCPU) / float64(out.Items)
 		out.OnQueueCPUPct = &pct
+	case Throughput:
+		out.Throughput = throughputOf(rec)
 	}
 	if rec.errs > 0 {
 		out.Errors, out.Error = rec.errs, rec.err.Error()

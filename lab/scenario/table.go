@@ -45,7 +45,11 @@ func (r *Row) title() string {
 // All latencies are in microseconds. It returns the writer's error.
 func (s *ScenarioResult) WriteTable(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "== %s: %s (seed %s) ==\n", s.Name, s.Title, strings.Join(s.Seeds, ", "))
+	if len(s.Seeds) > 0 {
+		fmt.Fprintf(&b, "== %s: %s (seed %s) ==\n", s.Name, s.Title, strings.Join(s.Seeds, ", "))
+	} else {
+		fmt.Fprintf(&b, "== %s: %s ==\n", s.Name, s.Title)
+	}
 	if s.Skipped {
 		fmt.Fprintf(&b, "skipped: %s\n", s.SkipReason)
 		_, err := io.WriteString(w, b.String())
@@ -109,7 +113,11 @@ func (s *ScenarioResult) loadLine() string {
 	if l.Error != "" {
 		fmt.Fprintf(&b, "; load not measured: %s", l.Error)
 	}
-	fmt.Fprintf(&b, "; %d rounds of %v slices\n", s.Rounds, fmtDur(s.SliceNs))
+	if s.SliceNs > 0 {
+		fmt.Fprintf(&b, "; %d rounds of %v slices\n", s.Rounds, fmtDur(s.SliceNs))
+	} else {
+		fmt.Fprintf(&b, "; %d rounds, %.1f s in all\n", s.Rounds, float64(s.DurationNs)/1e9)
+	}
 	if w := s.workloadLine(); w != "" {
 		b.WriteString("workload: " + w + "\n")
 	}
@@ -135,6 +143,9 @@ func (s *ScenarioResult) workloadLine() string {
 		if l.PeriodNs > 0 {
 			return fmt.Sprintf("submitter every %s", fmtDur(l.PeriodNs))
 		}
+	case Throughput:
+		return fmt.Sprintf("one producer goroutine; idle: %d items per row, one every %s; back to back: %d empty items per row through a ring of %d",
+			l.SparseItems, fmtDur(l.PeriodNs), l.ThroughputItems, l.Ring)
 	case Delayed:
 		if l.DelayNs > 0 {
 			return fmt.Sprintf("queueing thread %s; delay %s", l.Queuer, fmtDur(l.DelayNs))

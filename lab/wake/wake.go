@@ -462,7 +462,9 @@ func (q *queuer) loop(n int, gap time.Duration, s *stats.Samples, setup func(fn 
 	queue, idle := setup(fn)
 	for i := 0; i < n; i++ {
 		if gap > 0 {
-			time.Sleep(gap)
+			// nanosleep(2), as the probe's waker: a Go timer under 1 ms
+			// often fires a whole ms late on an idle process.
+			sched.Nanosleep(int64(gap))
 		}
 		start.Store(0)
 		fin.Store(0)
