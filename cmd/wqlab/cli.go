@@ -262,6 +262,9 @@ func header(m scenario.Machine, o scenario.Options) string {
 		ant = scenario.AntagonistCPUIO
 	}
 	fmt.Fprintf(&b, "run: scenarios %s; %v of measurement each, configurations interleaved; antagonist %s\n", sc, d, ant)
+	if strings.Contains(","+sc+",", ","+scenario.Throughput+",") {
+		b.WriteString("(throughput is count-based, on an idle machine: --duration and --antagonist do not apply to it)\n")
+	}
 	return b.String()
 }
 
