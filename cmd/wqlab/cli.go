@@ -123,7 +123,9 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 behind gowq's worker classes, each measuring every gowq class (normal, highpri,
 RT; per-CPU and unbound) against the usual Go executors (go statement, channel
 pool, ants/v2, pond/v2) under the same CPU load, interleaved in short slices so
-that drift in the machine's load affects every row alike.
+that drift in the machine's load affects every row alike; and a throughput
+table (idle wake-up, empty items/s, allocations and CPU per item, against
+ants/v2) on an idle machine.
 
 With no subcommand it runs the default suite (about 2 minutes; --quick: 15 s).
 Latency is queue->start: from just before the queue call to the first
@@ -260,6 +262,9 @@ func header(m scenario.Machine, o scenario.Options) string {
 		ant = scenario.AntagonistCPUIO
 	}
 	fmt.Fprintf(&b, "run: scenarios %s; %v of measurement each, configurations interleaved; antagonist %s\n", sc, d, ant)
+	if strings.Contains(","+sc+",", ","+scenario.Throughput+",") {
+		b.WriteString("(throughput is count-based, on an idle machine: --duration and --antagonist do not apply to it)\n")
+	}
 	return b.String()
 }
 

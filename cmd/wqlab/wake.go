@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,35 +19,40 @@ func newWakeCmd(stdout, stderr io.Writer) *cobra.Command {
 	var samples int
 	var gap time.Duration
 	var asJSON bool
+	var queuer string
+	var goLoad int
+	var only []string
 	cmd := &cobra.Command{
 		Use:   "wake",
-		Short: "Measure each worker class's wake-up latency against the raw futex probe, under load",
-		Long: `wake measures queue-to-start latency (p50/p99/max, us) of the normal,
-highpri and RT classes and of the raw wake-up probe (two C threads handing a
-token through a futex, no Go scheduler in the path: the physical limit),
-interleaved under the same load:
+		Short: "Measure each worker class's wake-up latency against the raw futex probe and the Go executors, under load",
+		Long: `wake measures queue-to-start latency (n, min, p50, avg, p99, max, us) of the
+normal, highpri and RT classes, of the usual Go executors (go statement,
+channel pool, ants/v2, pond/v2) and of the raw wake-up probe (two C threads
+handing a token through a futex, no Go scheduler in the path: the physical
+limit), interleaved under the same load (the lab driver's, as the scenarios):
   --load hogs     one nice -20 CPU hog pinned to each CPU (default)
   --load burners  8 cpuio qsort burners at 90% (the seeds' fio job)
   --load none     idle machine
-and checks the two targets: RT p99 within 2x of the probe's SCHED_FIFO p99,
-and the normal class's p99 at least 10x RT's.`,
+  --queuer fifo   the queuing thread (and the probe's waker) is SCHED_FIFO
+  --go-load N     N goroutines of wqlab itself spin, so that every P is busy
+and checks the targets: RT p99 within 2x of the probe's SCHED_FIFO p99, the
+normal class's p99 at least 10x RT's, and the best RT row's max within 10x
+(3x with --queuer fifo) of the probe's max.`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if samples < 1 || samples > 1_000_000 {
-				return fmt.Errorf("--samples %d: want 1..1000000", samples)
+			o, err := wakeOptions(load, queuer, samples, goLoad, gap, only)
+			if err != nil {
+				return err
 			}
-			if gap < 0 {
-				return fmt.Errorf("--gap %v: must not be negative", gap)
+			rows := len(only)
+			if rows == 0 {
+				rows = len(wake.Configs())
 			}
-			switch wake.Load(load) {
-			case wake.LoadHogs, wake.LoadBurners, wake.LoadNone:
-			default:
-				return fmt.Errorf("--load %q: want hogs, burners or none", load)
-			}
-			fmt.Fprintf(stderr, "wake: measuring %d samples of 7 configurations under load %q...\n", samples, load)
-			res, err := wake.Run(cmd.Context(), wake.Options{Load: wake.Load(load), Samples: samples, Gap: gap})
+			fmt.Fprintf(stderr, "wake: measuring %d samples of %d configurations under load %q, queuer %s, go-load %d...\n",
+				samples, rows, load, o.Queuer, goLoad)
+			res, err := wake.Run(cmd.Context(), o)
 			if err != nil {
 				return &runFailure{err: err}
 			}
@@ -60,8 +66,46 @@ and the normal class's p99 at least 10x RT's.`,
 		},
 	}
 	cmd.Flags().StringVar(&load, "load", "hogs", "antagonist: hogs, burners or none")
-	cmd.Flags().IntVar(&samples, "samples", 2000, "samples per configuration")
+	cmd.Flags().IntVar(&samples, "samples", wake.DefaultSamples, "samples per configuration (1..1000000; issue 14 uses 10000)")
+	cmd.Flags().StringVar(&queuer, "queuer", "other", "class of the queuing thread and of the probe's waker: other (SCHED_OTHER) or fifo (SCHED_FIFO)")
+	cmd.Flags().IntVar(&goLoad, "go-load", 0, "goroutines of wqlab itself that spin during the run, keeping every P busy (0..1024)")
+	cmd.Flags().StringSliceVar(&only, "configs", nil, "rows to measure, comma-separated names (default all): "+strings.Join(wake.Configs(), ", "))
 	cmd.Flags().DurationVar(&gap, "gap", 200*time.Microsecond, "pause between two samples")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of the table")
 	return cmd
+}
+
+// wakeOptions checks the flags of `wqlab wake` and returns the options;
+// an error names the flag and the values it accepts.
+func wakeOptions(load, queuer string, samples, goLoad int, gap time.Duration, only []string) (wake.Options, error) {
+	if samples < 1 || samples > wake.MaxSamples {
+		return wake.Options{}, fmt.Errorf("--samples %d: want 1..%d", samples, wake.MaxSamples)
+	}
+	if gap < 0 {
+		return wake.Options{}, fmt.Errorf("--gap %v: must not be negative", gap)
+	}
+	switch wake.Load(load) {
+	case wake.LoadHogs, wake.LoadBurners, wake.LoadNone:
+	default:
+		return wake.Options{}, fmt.Errorf("--load %q: want hogs, burners or none", load)
+	}
+	switch wake.Queuer(queuer) {
+	case wake.QueuerOther, wake.QueuerFIFO:
+	default:
+		return wake.Options{}, fmt.Errorf("--queuer %q: want other or fifo", queuer)
+	}
+	if goLoad < 0 || goLoad > wake.MaxGoLoad {
+		return wake.Options{}, fmt.Errorf("--go-load %d: want 0..%d", goLoad, wake.MaxGoLoad)
+	}
+	var names []string
+	for _, s := range only {
+		if s = strings.TrimSpace(s); s != "" {
+			names = append(names, s)
+		}
+	}
+	o := wake.Options{Load: wake.Load(load), Samples: samples, Gap: gap, Queuer: wake.Queuer(queuer), GoLoad: goLoad, Configs: names}
+	if err := o.Validate(); err != nil {
+		return wake.Options{}, fmt.Errorf("--configs: %w", err)
+	}
+	return o, nil
 }

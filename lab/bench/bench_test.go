@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alitto/pond/v2"
 	"github.com/panjf2000/ants/v2"
 
 	"github.com/gowq/wq"
@@ -20,6 +21,9 @@ import (
 // same process under the same conditions, so compare their ratios:
 //
 //	go test -run '^$' -bench 'QueueToStart|Throughput' -benchtime 20000x ./lab/bench
+//
+// The ants/v2 sub-benchmarks run first, and the others report their
+// ratio to ants in the same run (x-ants, p50-x-ants, p99-x-ants).
 
 type submitter interface {
 	submit(fn func())
@@ -53,25 +57,89 @@ type antsPool struct{ p *ants.Pool }
 func (a antsPool) submit(fn func()) { _ = a.p.Submit(fn) }
 func (a antsPool) close()           { a.p.Release() }
 
-func reportLatency(b *testing.B, lat []int64) {
+// antsRef holds ants/v2's figures from the last run of its sub-benchmark
+// in this process, so that the other sub-benchmarks of the same run can
+// report their ratio to it (issue 9: ratios against ants, same run). The
+// ants sub-benchmarks run first; when a -bench filter leaves them out,
+// no ratio is reported.
+var antsRef struct{ p50, p99, rate float64 } // ns, ns, items/s
+
+// reportLatency reports p50 and p99 in ns and, when ants/v2 was measured
+// in this run, both as multiples of ants'. ref stores them as ants'.
+func reportLatency(b *testing.B, lat []int64, ref bool) {
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	b.ReportMetric(float64(lat[len(lat)/2]), "p50-ns")
-	b.ReportMetric(float64(lat[len(lat)*99/100]), "p99-ns")
+	p50, p99 := float64(lat[len(lat)/2]), float64(lat[len(lat)*99/100])
+	b.ReportMetric(p50, "p50-ns")
+	b.ReportMetric(p99, "p99-ns")
+	if ref {
+		antsRef.p50, antsRef.p99 = p50, p99
+	}
+	if antsRef.p50 > 0 && antsRef.p99 > 0 {
+		b.ReportMetric(p50/antsRef.p50, "p50-x-ants")
+		b.ReportMetric(p99/antsRef.p99, "p99-x-ants")
+	}
+}
+
+// reportRate reports items/s and, when ants/v2 was measured in this run,
+// the rate as a multiple of ants'. ref stores it as ants'.
+func reportRate(b *testing.B, items int64, ref bool) {
+	rate := float64(items) / b.Elapsed().Seconds()
+	b.ReportMetric(rate, "items/s")
+	if ref {
+		antsRef.rate = rate
+	}
+	if antsRef.rate > 0 {
+		b.ReportMetric(rate/antsRef.rate, "x-ants")
+	}
 }
 
 // BenchmarkQueueToStart: time from just before the queue call to the first
-// instruction of the work function, one item at a time.
+// instruction of the work function, one item at a time; ants/v2 first,
+// then the other executors and the gowq classes with their ratios to it.
 func BenchmarkQueueToStart(b *testing.B) {
+	antsRef = struct{ p50, p99, rate float64 }{} // ratios only against this run's ants
+	pools := []struct {
+		name string
+		mk   func() submitter
+	}{
+		{"ants", func() submitter {
+			p, _ := ants.NewPool(runtime.GOMAXPROCS(0))
+			return antsPool{p}
+		}},
+		{"chan-pool", func() submitter { return newChanPool(runtime.GOMAXPROCS(0)) }},
+		{"go", func() submitter { return goStmt{} }},
+		{"pond", func() submitter { return pondPool{pond.NewPool(runtime.GOMAXPROCS(0))} }},
+	}
+	for _, pc := range pools {
+		b.Run(pc.name, func(b *testing.B) {
+			p := pc.mk()
+			defer p.close()
+			var start atomic.Int64
+			fn := func() { start.Store(time.Now().UnixNano()) }
+			lat := make([]int64, 0, b.N)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				start.Store(0)
+				t0 := time.Now().UnixNano()
+				p.submit(fn)
+				for start.Load() == 0 {
+					runtime.Gosched()
+				}
+				lat = append(lat, start.Load()-t0)
+			}
+			b.StopTimer()
+			reportLatency(b, lat, pc.name == "ants")
+		})
+	}
 	classes := []struct {
 		name  string
 		flags wq.Flags
-		root  bool
 	}{
-		{"wq-normal-percpu", wq.PerCPU, false},
-		{"wq-normal-unbound", wq.Unbound, false},
-		{"wq-highpri-percpu", wq.PerCPU | wq.HighPri, true},
-		{"wq-rt-percpu", wq.PerCPU | wq.RT, true},
-		{"wq-rt-unbound", wq.Unbound | wq.RT, true},
+		{"wq-normal-percpu", wq.PerCPU},
+		{"wq-normal-unbound", wq.Unbound},
+		{"wq-highpri-percpu", wq.PerCPU | wq.HighPri},
+		{"wq-rt-percpu", wq.PerCPU | wq.RT},
+		{"wq-rt-unbound", wq.Unbound | wq.RT},
 	}
 	for _, c := range classes {
 		b.Run(c.name, func(b *testing.B) {
@@ -97,45 +165,143 @@ func BenchmarkQueueToStart(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			reportLatency(b, lat)
+			reportLatency(b, lat, false)
 		})
 	}
+}
+
+// BenchmarkThroughputRing: issue 9's throughput row: one producer queues
+// empty items back to back through a ring of 64 work items (a gowq item
+// still pending is skipped for the next one), one op per item; reports
+// items/s, its ratio to ants/v2 in the same run (ants runs first),
+// allocations per item and the process's CPU seconds per million items
+// (getrusage). The lab's `wqlab --scenario throughput` prints the same,
+// interleaved, with idle latencies.
+func BenchmarkThroughputRing(b *testing.B) {
+	antsRef = struct{ p50, p99, rate float64 }{} // ratios only against this run's ants
 	pools := []struct {
 		name string
 		mk   func() submitter
 	}{
-		{"chan-pool", func() submitter { return newChanPool(runtime.GOMAXPROCS(0)) }},
 		{"ants", func() submitter {
 			p, _ := ants.NewPool(runtime.GOMAXPROCS(0))
 			return antsPool{p}
 		}},
+		{"chan-pool", func() submitter { return newChanPool(runtime.GOMAXPROCS(0)) }},
+		{"go", func() submitter { return goStmt{} }},
+		{"pond", func() submitter { return pondPool{pond.NewPool(runtime.GOMAXPROCS(0))} }},
 	}
 	for _, pc := range pools {
 		b.Run(pc.name, func(b *testing.B) {
 			p := pc.mk()
 			defer p.close()
-			var start atomic.Int64
-			fn := func() { start.Store(time.Now().UnixNano()) }
-			lat := make([]int64, 0, b.N)
+			var done atomic.Int64
+			fin := make(chan struct{}, 1)
+			goal := int64(b.N)
+			fn := func() {
+				if done.Add(1) == goal {
+					fin <- struct{}{}
+				}
+			}
+			b.ReportAllocs()
+			cpu0 := processCPU()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				start.Store(0)
-				t0 := time.Now().UnixNano()
 				p.submit(fn)
-				for start.Load() == 0 {
-					runtime.Gosched()
-				}
-				lat = append(lat, start.Load()-t0)
 			}
+			<-fin
 			b.StopTimer()
-			reportLatency(b, lat)
+			reportRate(b, done.Load(), pc.name == "ants")
+			b.ReportMetric(float64(processCPU()-cpu0)/1e9/float64(b.N)*1e6, "cpu-s/M-items")
+		})
+	}
+	classes := []struct {
+		name  string
+		flags wq.Flags
+	}{
+		{"wq-normal-percpu", wq.PerCPU},
+		{"wq-normal-unbound", wq.Unbound},
+		{"wq-highpri-percpu", wq.PerCPU | wq.HighPri},
+		{"wq-rt-percpu", wq.PerCPU | wq.RT},
+		{"wq-rt-unbound", wq.Unbound | wq.RT},
+	}
+	for _, c := range classes {
+		b.Run(c.name, func(b *testing.B) {
+			q, err := wq.Alloc("bench-ring", c.flags, 0)
+			if err != nil {
+				b.Skip(err)
+			}
+			defer q.Destroy()
+			var done atomic.Int64
+			fin := make(chan struct{}, 1)
+			goal := int64(b.N)
+			fn := func() {
+				if done.Add(1) == goal {
+					fin <- struct{}{}
+				}
+			}
+			ring := make([]*wq.Work, 64)
+			for i := range ring {
+				ring[i] = wq.NewWork(fn)
+			}
+			b.ReportAllocs()
+			cpu0 := processCPU()
+			b.ResetTimer()
+			for i, queued := 0, 0; queued < b.N; i++ {
+				if q.Queue(ring[i%len(ring)]) {
+					queued++
+				}
+			}
+			<-fin
+			b.StopTimer()
+			reportRate(b, done.Load(), false)
+			b.ReportMetric(float64(processCPU()-cpu0)/1e9/float64(b.N)*1e6, "cpu-s/M-items")
 		})
 	}
 }
 
+// processCPU returns the process's user+system CPU time in ns
+// (getrusage(RUSAGE_SELF)).
+func processCPU() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+type goStmt struct{}
+
+func (goStmt) submit(fn func()) { go fn() }
+func (goStmt) close()           {}
+
+type pondPool struct{ p pond.Pool }
+
+func (p pondPool) submit(fn func()) { p.p.Submit(fn) }
+func (p pondPool) close()           { p.p.StopAndWait() }
+
 // BenchmarkThroughput: empty items queued as fast as possible from
 // GOMAXPROCS goroutines, each with its own items; reports items/s.
 func BenchmarkThroughput(b *testing.B) {
+	antsRef = struct{ p50, p99, rate float64 }{} // ratios only against this run's ants
+	b.Run("ants", func(b *testing.B) {
+		ap, _ := ants.NewPool(runtime.GOMAXPROCS(0))
+		var done atomic.Int64
+		var wg sync.WaitGroup
+		fn := func() { done.Add(1); wg.Done() }
+		b.ReportAllocs()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				wg.Add(1)
+				_ = ap.Submit(fn)
+			}
+		})
+		wg.Wait()
+		ap.Release()
+		b.StopTimer()
+		reportRate(b, done.Load(), true)
+	})
 	for _, c := range []struct {
 		name  string
 		flags wq.Flags
@@ -164,7 +330,7 @@ func BenchmarkThroughput(b *testing.B) {
 			})
 			q.Flush()
 			b.StopTimer()
-			b.ReportMetric(float64(done.Load())/b.Elapsed().Seconds(), "items/s")
+			reportRate(b, done.Load(), false)
 		})
 	}
 	b.Run("chan-pool", func(b *testing.B) {
@@ -180,25 +346,7 @@ func BenchmarkThroughput(b *testing.B) {
 		})
 		p.close()
 		b.StopTimer()
-		b.ReportMetric(float64(done.Load())/b.Elapsed().Seconds(), "items/s")
-	})
-	b.Run("ants", func(b *testing.B) {
-		ap, _ := ants.NewPool(runtime.GOMAXPROCS(0))
-		var done atomic.Int64
-		var wg sync.WaitGroup
-		fn := func() { done.Add(1); wg.Done() }
-		b.ReportAllocs()
-		b.ResetTimer()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				wg.Add(1)
-				_ = ap.Submit(fn)
-			}
-		})
-		wg.Wait()
-		ap.Release()
-		b.StopTimer()
-		b.ReportMetric(float64(done.Load())/b.Elapsed().Seconds(), "items/s")
+		reportRate(b, done.Load(), false)
 	})
 }
 

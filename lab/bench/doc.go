@@ -4,4 +4,7 @@
 // the library's module graph does not carry the peers:
 //
 //	go test -run '^$' -bench . -benchtime 20000x ./lab/bench
+//
+// In each benchmark the ants/v2 sub-benchmark runs first; the others
+// report their ratio to it (x-ants, p50-x-ants, p99-x-ants).
 package bench

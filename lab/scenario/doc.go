@@ -23,6 +23,14 @@
 //     pinned to that CPU queues a 1 ms delayed item and waits for it.
 //     Latency is start - queue - 1 ms. Per-CPU queues run the item on the
 //     hogged CPU; unbound queues may run it anywhere.
+//   - throughput (issue 9, no seed): on an idle machine, one producer
+//     goroutine; idle queue->start with one item every 200 us, then empty
+//     items back to back through a ring of 64 work items: items/s, as a
+//     multiple of ants/v2's in the same run, allocations per item
+//     (runtime.MemStats Mallocs) and CPU seconds per million items
+//     (getrusage). Its slices are count-based (200k items and 1000 idle
+//     items per row in 8 rounds; --quick 20k and 200 in 4), so
+//     Options.Duration does not apply; about 3-8 s on 2 CPUs.
 //
 // Scenarios verity, erofs and submit run under 8 CPU burners equivalent
 // to fio ioengine=cpuio cpuload=90 numjobs=8 cpumode=qsort (lab/antagonist;

@@ -26,10 +26,13 @@ const (
 	Erofs   = "erofs"
 	Submit  = "submit"
 	Delayed = "delayed"
+	// Throughput is issue 9's common-case table: idle queue->start and
+	// back-to-back items/s, allocations and CPU per item, against ants/v2.
+	Throughput = "throughput"
 )
 
 // Names returns the scenario names in the order Run runs them.
-func Names() []string { return []string{Verity, Erofs, Submit, Delayed} }
+func Names() []string { return []string{Verity, Erofs, Submit, Delayed, Throughput} }
 
 // Antagonist names accepted by Options.Antagonist.
 const (

@@ -106,6 +106,11 @@ type LoadInfo struct {
 	DirectIO   *bool     `json:"direct_io,omitempty"`  // verity: O_DIRECT reads
 	DataBytes  int64     `json:"data_bytes,omitempty"` // verity: image size; erofs: raw corpus size
 	DataSource string    `json:"data_source,omitempty"`
+	// throughput: sparse items per row (PeriodNs apart), back-to-back
+	// items per row, and the ring of work items they go through.
+	SparseItems     int `json:"sparse_items,omitempty"`
+	ThroughputItems int `json:"throughput_items,omitempty"`
+	Ring            int `json:"ring,omitempty"`
 }
 
 // CPUBusy is the utilisation of one CPU in percent.
@@ -154,6 +159,19 @@ type Row struct {
 	Error  string `json:"error,omitempty"`
 	// MeasuredNs is the time spent measuring this row (sum of its slices).
 	MeasuredNs int64 `json:"measured_ns"`
+	// Throughput is the throughput scenario's back-to-back phase; there,
+	// Items and QueueToStart are the sparse (idle) items.
+	Throughput *BackToBack `json:"throughput,omitempty"`
+}
+
+// BackToBack is one row's back-to-back figures: empty items queued by one
+// producer as fast as it can.
+type BackToBack struct {
+	Items           int64   `json:"items"`             // items run back to back
+	ItemsPerSec     float64 `json:"items_per_s"`       // first Queue to the last item's run
+	AllocsPerItem   float64 `json:"allocs_per_item"`   // runtime.MemStats Mallocs delta / Items (the whole process)
+	CPUSecPerMItems float64 `json:"cpu_s_per_m_items"` // getrusage(RUSAGE_SELF) user+system, CPU seconds per million items
+	VsAnts          float64 `json:"vs_ants,omitempty"` // ItemsPerSec over ants/v2's in the same run
 }
 
 // Latency is a latency summary; every value in microseconds.

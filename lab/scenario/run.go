@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gowq/wq/lab/driver"
 	"github.com/gowq/wq/lab/stats"
 )
 
@@ -63,8 +64,8 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		works[name] = w
 	}
 
-	lm := &loadMgr{antagonist: p.antagonist, nice20: res.Machine.Privileges.Nice20, hogCPU: hogCPU(), logf: logf}
-	defer lm.close()
+	lm := newLoads(p, res.Machine.Privileges.Nice20, logf)
+	defer lm.Close()
 	for _, name := range p.scenarios {
 		if ctx.Err() != nil {
 			break
@@ -75,7 +76,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 			sr = ScenarioResult{Name: name, Title: def.title, Seeds: def.seeds, Description: def.desc,
 				Default: def.dflt, Skipped: true, SkipReason: "cannot prepare data: " + err.Error()}
 		} else {
-			lm.ensure(def.load)
+			lm.Ensure(def.load, 0)
 			sr = runScenario(ctx, o, p, def, works[name], lm, logf)
 		}
 		res.Scenarios = append(res.Scenarios, sr)
@@ -131,6 +132,8 @@ func prepare(name string, p *plan, pr Privileges) (workload, error) {
 		return &submitWork{}, nil
 	case Delayed:
 		return newDelayed(hogCPU(), pr.Nice20), nil
+	case Throughput:
+		return newThroughput(p), nil
 	}
 	return nil, fmt.Errorf("%w: unknown scenario %q", ErrInvalidOption, name)
 }
@@ -141,12 +144,12 @@ const warmup = 30 * time.Millisecond
 
 // runScenario measures every selected row of def under the current load.
 //
-// Interleaving: the rows are measured in rounds; each round gives every
+// Interleaving (driver.Interleave): the rows are measured in rounds; each round gives every
 // row one slice (50-500 ms) and the order rotates by one row per round.
 // So a change in the machine's load during the run (a burner's phase, a
 // background job) falls on every row alike, rather than on whichever
 // rows happened to run at that moment.
-func runScenario(ctx context.Context, o Options, p *plan, def *scenarioDef, w workload, lm *loadMgr,
+func runScenario(ctx context.Context, o Options, p *plan, def *scenarioDef, w workload, lm *driver.Loads,
 	logf func(string, ...any)) ScenarioResult {
 	sr := ScenarioResult{Name: def.name, Title: def.title, Seeds: def.seeds, Description: def.desc, Default: def.dflt}
 	sr.Notes = append(sr.Notes, def.notes...)
@@ -186,6 +189,10 @@ func runScenario(ctx context.Context, o Options, p *plan, def *scenarioDef, w wo
 		}
 	}
 	slice, rounds := sliceLen(p.duration, len(live))
+	if def.rounds != nil {
+		// Count-based slices: the workload knows its share per round.
+		slice, rounds = 0, def.rounds(p)
+	}
 	sr.SliceNs, sr.Rounds, sr.DurationNs = int64(slice), rounds, int64(slice)*int64(rounds)*int64(len(live))
 	total := rounds * len(live)
 	progress(o, Progress{Scenario: def.name, Phase: PhaseMeasure, Total: total})
@@ -193,32 +200,31 @@ func runScenario(ctx context.Context, o Options, p *plan, def *scenarioDef, w wo
 	for _, r := range live {
 		w.slice(ctx, r, warmup, newRecord())
 	}
-	probe := lm.probe()
+	probe := lm.Probe()
 	var kern *kernelRec
 	if p.kernel {
 		kern = startKernel(ctx, p, def.name, logf)
 	}
 	done := 0
-	for round := 0; round < rounds && ctx.Err() == nil; round++ {
-		for i := range live {
-			if ctx.Err() != nil {
-				break
-			}
-			r := live[(i+round)%len(live)]
-			w.slice(ctx, r, slice, r.rec)
-			done++
-			progress(o, Progress{Scenario: def.name, Phase: PhaseMeasure, Done: done, Total: total})
-		}
+	t0 := time.Now()
+	driver.Interleave(ctx, len(live), rounds, func(i, _ int) bool {
+		w.slice(ctx, live[i], slice, live[i].rec)
+		done++
+		progress(o, Progress{Scenario: def.name, Phase: PhaseMeasure, Done: done, Total: total})
+		return true
+	})
+	if def.rounds != nil {
+		sr.DurationNs = int64(time.Since(t0))
 	}
 	var kernRows []Row
 	var kernNotes []string
 	if p.kernel {
 		kernRows, kernNotes = kern.finish(def.name, logf)
 	}
-	lm.read(probe, &sr.Load)
+	fillLoad(lm.Read(probe), &sr.Load)
 	w.describe(&sr.Load)
 	if def.name == Delayed {
-		nc := lm.hogNc
+		nc := lm.HogNice()
 		sr.Load.HogNice = &nc
 	}
 
@@ -234,7 +240,14 @@ func runScenario(ctx context.Context, o Options, p *plan, def *scenarioDef, w wo
 	sr.Rows = append(sr.Rows, kernRows...)
 	sr.Notes = append(sr.Notes, kernNotes...)
 	computeChanges(&sr, def.changes)
-	sr.Verdict = computeVerdict(&sr, def.verdict)
+	if def.finish != nil {
+		def.finish(&sr)
+	}
+	if def.verdictFn != nil {
+		sr.Verdict = def.verdictFn(&sr)
+	} else {
+		sr.Verdict = computeVerdict(&sr, def.verdict)
+	}
 	if ctx.Err() != nil {
 		sr.Notes = append(sr.Notes, "Interrupted: the rows were measured for less than the planned time.")
 	}
@@ -277,6 +290,8 @@ func rowResult(def *scenarioDef, r *rowRun, interrupted bool) Row {
 	case Delayed:
 		pct := 100 * float64(rec.onCPU) / float64(out.Items)
 		out.OnQueueCPUPct = &pct
+	case Throughput:
+		out.Throughput = throughputOf(rec)
 	}
 	if rec.errs > 0 {
 		out.Errors, out.Error = rec.errs, rec.err.Error()

@@ -224,7 +224,7 @@ func TestValidate(t *testing.T) {
 		}
 	}
 	p, err = Options{}.plan()
-	if err != nil || p.duration != DefaultDuration || len(p.scenarios) != 4 || p.filter != nil || p.antagonist != AntagonistCPUIO {
+	if err != nil || p.duration != DefaultDuration || !reflect.DeepEqual(p.scenarios, []string{Verity, Erofs, Submit, Delayed, Throughput}) || p.filter != nil || p.antagonist != AntagonistCPUIO {
 		t.Errorf("zero Options: %+v, %v", p, err)
 	}
 }

@@ -2,6 +2,8 @@ package scenario
 
 import (
 	"fmt"
+
+	"github.com/gowq/wq/lab/driver"
 )
 
 // metric is a number of a row that tables compare.
@@ -76,7 +78,14 @@ type scenarioDef struct {
 	changes           []metric // stored in Row.Change
 	columns           []column
 	notes             []string
-	load              string
+	load              driver.LoadKind
+	// rounds, when set, makes the slices count-based: this many rounds,
+	// each slice the workload's share of its items (slice length 0).
+	rounds func(p *plan) int
+	// finish, when set, completes the rows after changes are computed.
+	finish func(s *ScenarioResult)
+	// verdictFn, when set, replaces computeVerdict(verdict).
+	verdictFn func(s *ScenarioResult) Verdict
 }
 
 func defOf(name string) *scenarioDef {
@@ -213,6 +222,48 @@ var scenarioDefs = []*scenarioDef{
 			"on hog cpu: share of items that started on the hogged CPU they were queued from.",
 		},
 		load: loadHog,
+	},
+	{
+		name:  Throughput,
+		title: "common case: idle wake-up and back-to-back throughput of empty items, on an idle machine",
+		desc: "One producer goroutine, idle machine. Idle: one item every 200 us, queue->start. Throughput: empty items " +
+			"queued back to back through a ring of 64 work items, items/s from the first queue to the last item's run, " +
+			"with allocations and process CPU time per item (issue 9).",
+		seeds: nil,
+		rows: append([]rowDef{
+			row("normal-percpu", ""),
+			row("normal-unbound", ""),
+			row("highpri-percpu", ""),
+			row("rt-percpu", ""),
+			row("rt-unbound", ""),
+		}, baselineRows()...),
+		dflt:    "ants",
+		verdict: mMedian,
+		changes: []metric{mMedian, mP99},
+		columns: []column{colN,
+			latCol("idle p50", func(l Latency) float64 { return l.MedianUs }),
+			latCol("idle p99", func(l Latency) float64 { return l.P99Us }),
+			latCol("idle max", func(l Latency) float64 { return l.MaxUs }),
+			tputCol("items/s", func(t *BackToBack) string { return fmtRate(t.ItemsPerSec) }),
+			tputCol("x ants", func(t *BackToBack) string {
+				if t.VsAnts == 0 {
+					return "-"
+				}
+				return fmt.Sprintf("%.2fx", t.VsAnts)
+			}),
+			tputCol("allocs/item", func(t *BackToBack) string { return fmt.Sprintf("%.3f", t.AllocsPerItem) }),
+			tputCol("CPU s/M items", func(t *BackToBack) string { return fmt.Sprintf("%.2f", t.CPUSecPerMItems) }),
+		},
+		notes: []string{
+			"n, idle: sparse items, one every 200 us (plus the sleep's own lateness), queue->start latency.",
+			"items/s: empty items from one producer, back to back through a ring of 64 work items; x ants: over ants/v2 in this run.",
+			"allocs/item: runtime.MemStats Mallocs over the phase / items; CPU s/M items: getrusage(RUSAGE_SELF) user+system",
+			"over the phase, per million items (the whole process: spinning workers count).",
+		},
+		load:      loadNone,
+		rounds:    func(p *plan) int { return newThroughput(p).rounds },
+		finish:    finishThroughput,
+		verdictFn: throughputVerdict,
 	},
 }
 

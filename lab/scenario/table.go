@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/gowq/wq/lab/driver"
 	"github.com/gowq/wq/lab/stats"
 )
 
@@ -114,7 +115,11 @@ func (s *ScenarioResult) Table() (Table, error) {
 // All latencies are in microseconds. It returns the writer's error.
 func (s *ScenarioResult) WriteTable(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "== %s: %s (seed %s) ==\n", s.Name, s.Title, strings.Join(s.Seeds, ", "))
+	if len(s.Seeds) > 0 {
+		fmt.Fprintf(&b, "== %s: %s (seed %s) ==\n", s.Name, s.Title, strings.Join(s.Seeds, ", "))
+	} else {
+		fmt.Fprintf(&b, "== %s: %s ==\n", s.Name, s.Title)
+	}
 	if s.Skipped {
 		fmt.Fprintf(&b, "skipped: %s\n", s.SkipReason)
 		_, err := io.WriteString(w, b.String())
@@ -125,55 +130,12 @@ func (s *ScenarioResult) WriteTable(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	heads := t.Heads
-	widths := make([]int, len(heads))
-	for i, h := range heads {
-		widths[i] = len(h)
+	lines := make([]driver.Line, len(t.Rows))
+	for i, r := range t.Rows {
+		lines[i].Cells = append([]string{r.Title}, r.Cells...)
+		lines[i].Skipped, lines[i].Skip = r.Skipped, r.SkipReason
 	}
-	for _, r := range t.Rows {
-		widths[0] = max(widths[0], len(r.Title))
-		for j, v := range r.Cells {
-			widths[j+1] = max(widths[j+1], len(v))
-		}
-	}
-	sep := func() {
-		b.WriteByte('+')
-		for _, wd := range widths {
-			b.WriteString(strings.Repeat("-", wd+2))
-			b.WriteByte('+')
-		}
-		b.WriteByte('\n')
-	}
-	inner := -3 // width of all columns but the first, as one cell
-	for _, wd := range widths[1:] {
-		inner += wd + 3
-	}
-	sep()
-	for i, h := range heads {
-		if i == 0 {
-			fmt.Fprintf(&b, "| %-*s |", widths[i], h)
-		} else {
-			fmt.Fprintf(&b, " %*s |", widths[i], h)
-		}
-	}
-	b.WriteByte('\n')
-	sep()
-	for _, r := range t.Rows {
-		fmt.Fprintf(&b, "| %-*s |", widths[0], r.Title)
-		if r.Skipped {
-			msg := "skipped: " + r.SkipReason
-			if len(msg) > inner && inner > 3 {
-				msg = msg[:inner-3] + "..."
-			}
-			fmt.Fprintf(&b, " %-*s |\n", inner, msg)
-			continue
-		}
-		for j, v := range r.Cells {
-			fmt.Fprintf(&b, " %*s |", widths[j+1], v)
-		}
-		b.WriteByte('\n')
-	}
-	sep()
+	driver.WriteBox(&b, t.Heads, lines)
 	b.WriteString(t.Caption)
 	b.WriteByte('\n')
 	for _, n := range t.Notes {
@@ -203,7 +165,11 @@ func (s *ScenarioResult) loadLine() string {
 	if l.Error != "" {
 		fmt.Fprintf(&b, "; load not measured: %s", l.Error)
 	}
-	fmt.Fprintf(&b, "; %d rounds of %v slices\n", s.Rounds, fmtDur(s.SliceNs))
+	if s.SliceNs > 0 {
+		fmt.Fprintf(&b, "; %d rounds of %v slices\n", s.Rounds, fmtDur(s.SliceNs))
+	} else {
+		fmt.Fprintf(&b, "; %d rounds, %.1f s in all\n", s.Rounds, float64(s.DurationNs)/1e9)
+	}
 	if w := s.workloadLine(); w != "" {
 		b.WriteString("workload: " + w + "\n")
 	}
@@ -229,6 +195,9 @@ func (s *ScenarioResult) workloadLine() string {
 		if l.PeriodNs > 0 {
 			return fmt.Sprintf("submitter every %s", fmtDur(l.PeriodNs))
 		}
+	case Throughput:
+		return fmt.Sprintf("one producer goroutine; idle: %d items per row, one every %s; back to back: %d empty items per row through a ring of %d",
+			l.SparseItems, fmtDur(l.PeriodNs), l.ThroughputItems, l.Ring)
 	case Delayed:
 		if l.DelayNs > 0 {
 			return fmt.Sprintf("queueing thread %s; delay %s", l.Queuer, fmtDur(l.DelayNs))

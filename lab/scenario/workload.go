@@ -28,6 +28,12 @@ type record struct {
 	errs   int64
 	err    error // first workload error
 	active time.Duration
+
+	// throughput: the back-to-back phase
+	tputItems int64 // items
+	tputNs    int64 // wall time, first Queue to the last item's run
+	tputCPU   int64 // process CPU time (getrusage), ns
+	mallocs   int64 // runtime.MemStats.Mallocs delta
 }
 
 func newRecord() *record {
@@ -49,6 +55,10 @@ func (r *record) merge(o *record) {
 	r.bytes += o.bytes
 	r.onCPU += o.onCPU
 	r.errs += o.errs
+	r.tputItems += o.tputItems
+	r.tputNs += o.tputNs
+	r.tputCPU += o.tputCPU
+	r.mallocs += o.mallocs
 	if r.err == nil {
 		r.err = o.err
 	}
