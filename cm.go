@@ -317,12 +317,13 @@ func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick 
 		if wk.seenAt != r.gen && r.haveCPU {
 			// First sight of this item: start its CPU window here. The
 			// item has run at most one tick before this.
+			// The worker reads no clock at the item's start (an awake
+			// worker makes no system call per item), so count the item as
+			// on CPU since it started, for at most one tick: detection
+			// errs early by at most a tick, as the kernel's tick-based
+			// wq_worker_tick does.
 			wk.seenAt = r.gen
-			if c0 := wk.cpuStart.Load(); c0 >= 0 && c0 <= r.cpuNs {
-				wk.cpuAt = c0 // read by the worker at the item's start
-			} else {
-				wk.cpuAt = r.cpuNs - min(now-wk.currentAt, int64(time.Duration(cmTick.Load())))
-			}
+			wk.cpuAt = r.cpuNs - min(now-wk.currentAt, int64(time.Duration(cmTick.Load())))
 		}
 		pq := wk.currentPwq
 		switch {

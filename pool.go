@@ -60,17 +60,21 @@ type pool struct {
 	// workers may use start each item inside the pod (repatriation, the
 	// kernel's wake_cpu hint done by hand). Immutable.
 	repatriate bool
+	mayspin    bool // unbound and not RT: its workers may spin before parking (spinOK); immutable
 	pod        []int
 	podSet     topology.CPUSet
 
 	mu            poolMutex
-	worklist      workList  // guarded by mu
-	workers       []*worker // guarded by mu
-	idle          []*worker // guarded by mu: idle stack, most recent last
-	nrRunning     int       // guarded by mu: CM: workers running and not sleeping/CPU-intensive
-	nextID        int       // guarded by mu
-	dead          bool      // guarded by mu
-	disassociated bool      // guarded by mu: per-CPU pool whose CPU is offline
+	worklist      workList      // guarded by mu
+	workers       []*worker     // guarded by mu
+	idle          []*worker     // guarded by mu: idle stack, most recent last
+	nrRunning     int           // guarded by mu: CM: workers running and not sleeping/CPU-intensive
+	nrSpinning    int           // guarded by mu: workers spinning before parking (worker.spin)
+	lastQueueCPU  int           // guarded by mu: CPU of the last queuer, for pools that may spin
+	kickGen       atomic.Uint32 // bumped by every kick that finds work for a worker; spinners watch it
+	nextID        int           // guarded by mu
+	dead          bool          // guarded by mu
+	disassociated bool          // guarded by mu: per-CPU pool whose CPU is offline
 	idleTimer     *time.Timer
 	maydayTimer   *time.Timer // guarded by mu
 	maydayArmed   bool        // guarded by mu
@@ -121,7 +125,9 @@ func getPoolLocked(key poolKey, cpus []int) (*pool, bool) {
 	first := len(r.m) == 0
 	p := r.m[key]
 	if p == nil {
-		p = &pool{key: key, id: r.nextID, cm: key.cpu >= 0, cpus: cpus}
+		p = &pool{key: key, id: r.nextID, cm: true, cpus: cpus, lastQueueCPU: -1,
+			mayspin: key.cpu < 0 && !key.class.rt()}
+		p.mu.pi = key.class.rt()
 		if key.cpu < 0 && !key.strict && key.pod != key.allow {
 			if ps, err := topology.ParseList(key.pod); err == nil && !ps.IsEmpty() {
 				p.repatriate, p.pod, p.podSet = true, ps.List(), ps
@@ -200,12 +206,34 @@ func (p *pool) String() string {
 	return s + " nice=" + strconv.Itoa(c.nice)
 }
 
-// needMoreWorker: work is pending and no worker is running
-// (need_more_worker). guarded by mu.
-func (p *pool) needMoreWorker() bool { return !p.worklist.empty() && p.nrRunning == 0 }
+// concurrency is how many workers of the pool may run at once before
+// concurrency management holds items back: 1 for a per-CPU pool, as in the
+// kernel; for an unbound pool the number of CPUs its workers may use.
+// The kernel does not manage unbound pools (their workers never count in
+// nr_running): a kworker that cannot get a CPU waits in the run queue and
+// costs nothing. A gowq worker also needs one of GOMAXPROCS Ps to run Go
+// code, so more running workers than CPUs only hand Ps to each other
+// (each a futex round trip) and slow every item; a worker that blocks
+// stops counting, as on a per-CPU pool (docs/design.md, "Concurrency
+// management"). Called with mu held.
+func (p *pool) concurrency() int {
+	if p.key.cpu >= 0 {
+		return 1
+	}
+	return max(1, len(p.cpus))
+}
 
-// keepWorking: work is pending and at most the caller runs (keep_working).
-func (p *pool) keepWorking() bool { return !p.worklist.empty() && p.nrRunning <= 1 }
+// needMoreWorker: work is pending and fewer workers run than the pool's
+// concurrency (need_more_worker). guarded by mu.
+func (p *pool) needMoreWorker() bool {
+	return !p.worklist.empty() && p.nrRunning < p.concurrency()
+}
+
+// keepWorking: work is pending and the running workers, the caller
+// included, do not exceed the pool's concurrency (keep_working).
+func (p *pool) keepWorking() bool {
+	return !p.worklist.empty() && p.nrRunning <= p.concurrency()
+}
 
 // needToCreate: a worker is needed and none is idle to be woken
 // (need_to_create_worker).
@@ -219,6 +247,10 @@ func (p *pool) kick() {
 	if !p.needMoreWorker() {
 		return
 	}
+	p.kickGen.Add(1)
+	if p.nrSpinning > 0 {
+		return // a spinning worker takes it, with no wake-up
+	}
 	if n := len(p.idle); n > 0 {
 		p.mu.wake = p.idle[n-1]
 		return
@@ -230,21 +262,43 @@ func (p *pool) kick() {
 	p.createWorker()
 }
 
-// poolMutex is the pool lock. A worker woken while the lock is held is
-// woken only by Unlock, after the lock is free: an RT worker woken inside
-// the critical section would preempt the waker on its CPU and then block
-// on the very lock the preempted waker holds.
+// poolMutex is the pool lock. For an RT pool it is a priority-inheritance
+// futex lock (sched.PIMutex): an ordinary thread that holds it (a queuer,
+// a Go timer, Stats) while CPU hogs preempt it is boosted to the priority
+// of an RT worker that waits for it, so the RT worker waits for the
+// critical section only; and a contended wait sleeps in the kernel rather
+// than parking the locked worker goroutine through the Go scheduler. It
+// costs a gettid per Lock (a system call, 0.2-0.6 us on the machines we
+// measured), so the other classes keep a sync.Mutex, whose holders no RT
+// thread waits for.
+//
+// A worker woken while the lock is held is woken only by Unlock, after the
+// lock is free: an RT worker woken inside the critical section would
+// preempt the waker on its CPU and then block on the very lock the
+// preempted waker holds.
 type poolMutex struct {
+	pi   bool // immutable after the pool is made: use pm, not m
 	m    sync.Mutex
-	wake *worker // guarded by m: worker to unpark at Unlock
+	pm   sched.PIMutex
+	wake *worker // guarded by the lock: worker to unpark at Unlock
 }
 
-func (pm *poolMutex) Lock() { pm.m.Lock() }
+func (pm *poolMutex) Lock() {
+	if pm.pi {
+		pm.pm.Lock()
+		return
+	}
+	pm.m.Lock()
+}
 
 func (pm *poolMutex) Unlock() {
 	wk := pm.wake
 	pm.wake = nil
-	pm.m.Unlock()
+	if pm.pi {
+		pm.pm.Unlock()
+	} else {
+		pm.m.Unlock()
+	}
 	if wk != nil {
 		wk.parker.Unpark()
 	}

@@ -121,6 +121,7 @@ func (r *rescuer) main(wk *worker) {
 	r.mu.Unlock()
 	_ = sched.SetName(wk.name)
 	for {
+		wk.settleCPU()
 		wk.parker.Park()
 		for {
 			r.mu.Lock()

@@ -3,6 +3,7 @@ package wq
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,9 +67,16 @@ type worker struct {
 	runSeq   uint64
 	runColor uint8
 
-	cpuStart atomic.Int64 // written by the worker: thread CPU ns at item start, -1 when unknown
-	lastCPU  int64        // owned by the worker: its thread CPU ns at the end of its last item
-	cpuAt    int64        // owned by the CM monitor: thread CPU ns at item start or wake
+	// CPU accounting (SetCPUAccounting). Reading the thread CPU clock is
+	// a real system call (~0.3 us), so an awake worker does not read it per
+	// item: only after an item that ran at least cpuReadAfter of wall time,
+	// and once before it parks. Each read charges the CPU used since the
+	// previous read to the pwq of the item just run (cpuOwe for the read
+	// at park): short items are charged in bulk, to the last of them.
+	lastPark int64 // owned by the worker: ns its last park lasted (spinOK)
+	lastCPU  int64 // owned by the worker: its thread CPU ns at the last read
+	cpuOwe   *pwq  // owned by the worker: pwq to charge at the next read; nil when settled
+	cpuAt    int64 // owned by the CM monitor: thread CPU ns at item start or wake
 	seenAt   uint64
 	rescuer  *rescuer // non-nil for a rescuer thread
 }
@@ -227,8 +235,12 @@ func (wk *worker) loop() {
 	p.createFailing = false // a worker is serving: creation works again
 	p.mu.Unlock()
 	for {
+		wk.settleCPU()
+		t0 := nanotime()
 		wk.parker.Park()
+		wk.lastPark = nanotime() - t0
 		p.mu.Lock()
+	again:
 		if wk.dying {
 			p.removeWorker(wk)
 			wk.clearIdentity()
@@ -274,8 +286,81 @@ func (wk *worker) loop() {
 				p.nrRunning--
 			}
 		}
+		if p.spinOK(wk) {
+			// Spin a little instead of parking: items arrive faster than a
+			// park and a wake-up take (the last park was short), and this
+			// thread is on a CPU other than the queuer's. A kick meanwhile
+			// wakes no one (see kick): this worker takes the item.
+			p.nrSpinning++
+			spinners.Add(1)
+			gen := p.kickGen.Load()
+			p.mu.Unlock()
+			found := wk.spin(p, gen)
+			p.mu.Lock()
+			p.nrSpinning--
+			spinners.Add(-1)
+			if found {
+				goto again
+			}
+			wk.lastPark = spinAfterPark // no spin again before a short park
+			if !wk.dying && p.needMoreWorker() {
+				goto again
+			}
+		}
 		p.enterIdle(wk)
 		p.mu.Unlock()
+	}
+}
+
+// Spinning before parking (issue: common-case speed). A worker that has
+// just drained its pool spins for at most spinBudget, watching the pool's
+// kick generation, instead of parking in futex_wait, when all of these
+// hold:
+//   - its class is not RT: a SCHED_FIFO spinner would starve every
+//     ordinary thread of its CPU for the budget;
+//   - the pool may use at least two CPUs and the worker is not on the CPU
+//     of the pool's last queuer, so the spin never delays the queuing
+//     thread on its own CPU (per-CPU pools therefore never spin);
+//   - its last park lasted less than spinAfterPark: items come faster
+//     than a park and a wake-up would take, so a spin is likely to catch
+//     the next one; sparse items cost no spinning;
+//   - no other worker of the pool spins, and fewer than GOMAXPROCS/2
+//     workers spin in the process (each spinner holds a P).
+//
+// A caught item starts with no futex wake-up, no context switch and no
+// P hand-off. The spinning costs at most spinBudget of CPU per drain.
+const (
+	spinBudget    = 20 * time.Microsecond
+	spinAfterPark = int64(4 * spinBudget)
+)
+
+// spinners counts the workers spinning now, process-wide.
+var spinners atomic.Int32
+
+// spinOK reports whether wk may spin before parking. Called with mu held,
+// with the worker not idle.
+func (p *pool) spinOK(wk *worker) bool {
+	if wk.dying || p.dead || !p.mayspin || len(p.cpus) < 2 || p.nrSpinning > 0 ||
+		wk.lastPark >= spinAfterPark || wk.rescuer != nil {
+		return false
+	}
+	if int(spinners.Load()) >= max(1, runtime.GOMAXPROCS(0)/2) {
+		return false
+	}
+	return sched.GetCPU() != p.lastQueueCPU
+}
+
+// spin waits up to spinBudget for the pool's kick generation to move from
+// gen. It reports whether it moved (an item may be waiting). No lock held.
+func (wk *worker) spin(p *pool, gen uint32) bool {
+	deadline := nanotime() + int64(spinBudget)
+	for i := 1; ; i++ {
+		if p.kickGen.Load() != gen {
+			return true
+		}
+		if i%64 == 0 && nanotime() >= deadline {
+			return p.kickGen.Load() != gen
+		}
 	}
 }
 
@@ -312,7 +397,6 @@ func (wk *worker) processOne(w *Work) bool {
 	now := nanotime()
 	wk.current, wk.currentPwq, wk.currentAt = w, pq, now
 	wk.gen++
-	wk.cpuStart.Store(-1) // until runItem reads the clock; the CM monitor then knows it is unknown
 	wk.curPwq.Store(pq)
 	w.runner.Store(wk)
 	if wk.rescuer != nil {
@@ -364,12 +448,6 @@ func (wk *worker) runItem(w *Work, fn func(), pq *pwq) {
 	wk.runSeq = w.startRun()
 	wk.starting = nil
 	wk.stage = stageRunning
-	// The thread's CPU clock was read at the end of its previous item (or
-	// when it started) and does not advance while it is parked, so no
-	// system call is needed here, on the latency path.
-	if cpuAccounting.Load() {
-		wk.cpuStart.Store(wk.lastCPU)
-	}
 	if p := wk.curPool.Load(); p.repatriate {
 		// Start inside the pod: if the scheduler left the worker outside
 		// it, move it in (narrowing migrates it at once) and let it go again.
@@ -384,6 +462,25 @@ func (wk *worker) runItem(w *Work, fn func(), pq *pwq) {
 		reportPanic(pi)
 	}
 	wk.endItem(w, pq, t)
+}
+
+// cpuReadAfter is the wall time after which an item's end reads the
+// thread CPU clock: the read then costs under 1% of the item.
+const cpuReadAfter = 50 * time.Microsecond
+
+// settleCPU reads the thread's CPU clock and charges what was used since
+// the last read to wk.cpuOwe. On the worker's goroutine, no lock needed.
+// A pwq retired between the item and the read loses the charge (its
+// counters were already folded into its queue's).
+func (wk *worker) settleCPU() {
+	pq := wk.cpuOwe
+	if pq == nil {
+		return
+	}
+	wk.cpuOwe = nil
+	c := sched.SelfCPUTime()
+	pq.stats.cpuTimeNs.Add(c - wk.lastCPU)
+	wk.lastCPU = c
 }
 
 // callFn calls fn and recovers a panic. A runtime.Goexit passes through.
@@ -405,9 +502,11 @@ func (wk *worker) endItem(w *Work, pq *pwq, t *wqtrace.Tracer) {
 	// Counted before flush waiters are released, so that they see it.
 	end := nanotime()
 	pq.stats.exec.observe(end - wk.currentAt)
-	if c0 := wk.cpuStart.Load(); c0 >= 0 {
-		wk.lastCPU = sched.SelfCPUTime()
-		pq.stats.cpuTimeNs.Add(wk.lastCPU - c0)
+	if cpuAccounting.Load() {
+		wk.cpuOwe = pq
+		if end-wk.currentAt >= int64(cpuReadAfter) {
+			wk.settleCPU()
+		}
 	}
 	pq.stats.completed.Add(1)
 	// The instance is done for the exit path before user code runs again.

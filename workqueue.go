@@ -526,6 +526,12 @@ func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, fromTimer bool) bool {
 			runtime.Gosched()
 			continue
 		}
+		if p.mayspin {
+			if reqCPU == cpuUnbound || cpu < 0 || cpu >= cpuUnbound {
+				cpu = currentCPU()
+			}
+			p.lastQueueCPU = cpu
+		}
 		scan := pq.insert(w)
 		p.mu.Unlock()
 		if scan {

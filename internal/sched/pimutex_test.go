@@ -1,0 +1,116 @@
+package sched
+
+import (
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestPIMutexExclusion: goroutines on many threads increment a plain
+// counter under the mutex; any overlap of critical sections loses
+// increments (and -race reports it).
+func TestPIMutexExclusion(t *testing.T) {
+	var m PIMutex
+	n, per := 4, 5000
+	if testing.Short() {
+		per = 1000
+	}
+	counter := 0
+	var wg sync.WaitGroup
+	for g := 0; g < n; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < per; i++ {
+				m.Lock()
+				c := counter
+				if i%64 == 0 {
+					runtime.Gosched() // a holder that yields: others wait in the kernel
+				}
+				counter = c + 1
+				m.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if counter != n*per {
+		t.Fatalf("counter = %d, want %d: critical sections overlapped", counter, n*per)
+	}
+	if w := m.word.Load(); w != 0 {
+		t.Fatalf("futex word = %#x after the last Unlock, want 0", w)
+	}
+}
+
+// TestPIMutexBoostsOwner: while a SCHED_FIFO thread waits for the mutex,
+// the kernel runs its SCHED_OTHER owner at the waiter's priority (the
+// owner's effective priority in /proc/<tid>/stat becomes an RT one), and
+// back at its own once it unlocks. Needs RT permission.
+func TestPIMutexBoostsOwner(t *testing.T) {
+	if err := CheckRT(1); err != nil {
+		t.Skip("SCHED_FIFO not permitted:", err)
+	}
+	var m PIMutex
+	ownerTID := make(chan int, 1)
+	release := make(chan struct{})
+	ownerDone := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		defer close(ownerDone)
+		m.Lock()
+		ownerTID <- Gettid()
+		<-release
+		m.Unlock()
+	}()
+	tid := <-ownerTID
+	if p := statPriority(t, tid); p < 0 {
+		t.Fatalf("owner's priority is %d before any RT waiter (the test thread's class leaked?)", p)
+	}
+	got := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := SetAttr(0, Attr{Policy: PolicyFIFO, Priority: 1}); err != nil {
+			got <- err
+			return
+		}
+		m.Lock()
+		m.Unlock()
+		got <- ResetThread(0)
+	}()
+	boosted := false
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if statPriority(t, tid) < 0 {
+			boosted = true
+			break
+		}
+	}
+	close(release)
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	<-ownerDone
+	if !boosted {
+		t.Fatal("the owner was never boosted to the FIFO waiter's priority")
+	}
+}
+
+// statPriority reads field 18 (priority) of /proc/self/task/<tid>/stat:
+// 20+nice for SCHED_OTHER, -1-rtprio for RT (effective, so PI boosts show).
+func statPriority(t *testing.T, tid int) int {
+	b, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(tid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	p, err := strconv.Atoi(f[15])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

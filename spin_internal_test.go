@@ -1,0 +1,87 @@
+package wq
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/gowq/wq/internal/sched"
+)
+
+// TestSpinOK: the conditions under which a worker spins before parking
+// (worker.go, "Spinning before parking"). The test thread is pinned to the
+// CPU it is on, so that "the queuer's CPU" is stable, and unpinned after.
+func TestSpinOK(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	old, err := sched.Affinity(0)
+	if err != nil {
+		t.Skip("cannot read the thread's affinity:", err)
+	}
+	cpu := sched.GetCPU()
+	if err := sched.SetAffinity(0, []int{cpu}); err != nil {
+		t.Skip("cannot pin the test thread:", err)
+	}
+	defer sched.SetAffinity(0, old)
+	other := cpu + 1
+
+	mk := func() (*pool, *worker) {
+		p := &pool{key: poolKey{cpu: -1}, cm: true, mayspin: true, cpus: []int{0, 1}, lastQueueCPU: other}
+		return p, &worker{pool: p, lastPark: 1000}
+	}
+	cases := []struct {
+		name string
+		edit func(p *pool, wk *worker)
+		want bool
+	}{
+		{"unbound, recent short park, queuer elsewhere", func(p *pool, wk *worker) {}, true},
+		{"RT or per-CPU (mayspin false)", func(p *pool, wk *worker) { p.mayspin = false }, false},
+		{"one CPU", func(p *pool, wk *worker) { p.cpus = []int{0} }, false},
+		{"queuer on this CPU", func(p *pool, wk *worker) { p.lastQueueCPU = cpu }, false},
+		{"last park long", func(p *pool, wk *worker) { wk.lastPark = spinAfterPark }, false},
+		{"another spinner in the pool", func(p *pool, wk *worker) { p.nrSpinning = 1 }, false},
+		{"dying", func(p *pool, wk *worker) { wk.dying = true }, false},
+		{"rescuer", func(p *pool, wk *worker) { wk.rescuer = &rescuer{} }, false},
+		{"process-wide cap", func(p *pool, wk *worker) { spinners.Add(int32(max(1, runtime.GOMAXPROCS(0)/2))) }, false},
+	}
+	for _, c := range cases {
+		p, wk := mk()
+		n0 := spinners.Load()
+		c.edit(p, wk)
+		if got := p.spinOK(wk); got != c.want {
+			t.Errorf("%s: spinOK = %v, want %v", c.name, got, c.want)
+		}
+		spinners.Store(n0)
+	}
+}
+
+// TestKickWithSpinner: with a worker spinning, a kick that finds work
+// wakes nobody and bumps the kick generation the spinner watches; with
+// none, it picks the idle worker to wake at unlock.
+func TestKickWithSpinner(t *testing.T) {
+	p := &pool{key: poolKey{cpu: -1}, cm: true, mayspin: true, cpus: []int{0, 1}}
+	idle := &worker{pool: p}
+	p.idle = []*worker{idle}
+	p.worklist.pushBack(NewWork(func() {}))
+	p.nrSpinning = 1
+	g0 := p.kickGen.Load()
+	p.kick()
+	if p.mu.wake != nil {
+		t.Errorf("kick chose a worker to wake while one spins")
+	}
+	if p.kickGen.Load() == g0 {
+		t.Errorf("kick did not bump the generation the spinner watches")
+	}
+	p.nrSpinning = 0
+	p.kick()
+	if p.mu.wake != idle {
+		t.Errorf("kick with no spinner chose %v, want the idle worker", p.mu.wake)
+	}
+	// Concurrency management: an unbound pool of two CPUs wants no third
+	// running worker.
+	p.mu.wake = nil
+	p.nrRunning = 2
+	p.kick()
+	if p.mu.wake != nil {
+		t.Errorf("kick woke a worker with as many running as the pool has CPUs")
+	}
+}
