@@ -58,10 +58,21 @@ func wrap(op string, err error) error {
 // Gettid returns the calling thread's id. It does not block.
 func Gettid() int { return unix.Gettid() }
 
-// GetCPU returns the CPU the calling thread runs on at this instant
-// (getcpu(2)), or 0 if the call fails. The answer may be stale as soon as it
-// returns unless the thread's affinity pins it. Costs one system call.
+// GetCPU returns the CPU the calling thread runs on at this instant, or 0
+// if it cannot tell. The answer may be stale as soon as it returns unless
+// the thread's affinity pins it. On x86-64 CPUs with RDPID or RDTSCP it
+// reads the CPU number Linux keeps in TSC_AUX (what the vDSO's getcpu
+// reads), about 20 ns, with no system call; elsewhere it calls getcpu(2)
+// (0.2-0.4 us on the virtual machines we measured).
 func GetCPU() int {
+	if cpu, ok := fastCPU(); ok {
+		return cpu
+	}
+	return getcpuSyscall()
+}
+
+// getcpuSyscall is getcpu(2); 0 if it fails.
+func getcpuSyscall() int {
 	var cpu uint32
 	_, _, e := syscall.RawSyscall(unix.SYS_GETCPU, uintptr(unsafe.Pointer(&cpu)), 0, 0)
 	if e != 0 {

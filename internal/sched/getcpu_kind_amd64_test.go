@@ -1,0 +1,3 @@
+package sched
+
+func fastKind() int { fastCPUOnce.Do(initFastCPU); return fastCPUKind }

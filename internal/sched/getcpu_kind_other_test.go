@@ -1,0 +1,5 @@
+//go:build !amd64
+
+package sched
+
+func fastKind() int { return 0 }
