@@ -21,8 +21,9 @@ import (
 //     and applies the pool's affinity and class;
 //   - identity: tid and self hold the thread id only while the worker's
 //     goroutine owns its thread, so "am I this worker?" is one gettid and a
-//     compare (onSelf). After every item the worker checks that it is still
-//     on its thread (a work function may call runtime.UnlockOSThread);
+//     compare (onSelf). Before every item the worker checks that it is still
+//     on its thread (a work function may call runtime.UnlockOSThread) by
+//     comparing sched.ThreadToken with the one it recorded;
 //   - exit: every way out of main (dying, setup failure, runtime.Goexit in
 //     a work function or a callback, a lost thread) goes through main's
 //     deferred exit path, which finishes the current item exactly once,
@@ -40,6 +41,10 @@ type worker struct {
 	// claim is the thread's claim (sched.Claim), for ResetThreadIf. Owned
 	// by the worker's goroutine.
 	claim uint64
+	// token is the thread's sched.ThreadToken, for the check before each
+	// item that the goroutine is still on its thread (about 1 ns where the
+	// CPU and kernel allow, else a gettid). Owned by the worker's goroutine.
+	token uint64
 	// curPool is the pool the worker is attached to: its pool, or for a
 	// rescuer the pool it is rescuing now (nil between rescues). Written
 	// under that pool's mu; a reader holding p.mu that finds curPool == p
@@ -119,6 +124,7 @@ func (wk *worker) onSelf() bool {
 // called with pool.mu held.
 func (wk *worker) setIdentity(tid int) {
 	wk.claim = sched.Claim()
+	wk.token = sched.ThreadToken()
 	wk.tid = tid
 	wk.self.Store(int32(tid))
 	workers.Store(tid, wk)
@@ -382,7 +388,7 @@ func (wk *worker) processScheduled() bool {
 // retired. Mirrors process_one_work.
 func (wk *worker) processOne(w *Work) bool {
 	p := wk.curPool.Load()
-	if !sched.StillOn(int(wk.self.Load())) {
+	if sched.ThreadToken() != wk.token {
 		// A work function unlocked the goroutine from its thread
 		// (runtime.UnlockOSThread, LockDepth times) and it has moved since
 		// (in that function or waiting for this lock): do not run w on a

@@ -85,3 +85,24 @@ func agreesWithGetcpu(kind int) bool {
 	}
 	return agreed >= 8
 }
+
+func rdfsbase() uint64
+
+var tokenOnce sync.Once
+var tokenFS bool
+
+// ThreadToken returns a value that tells the calling thread apart from
+// every other live thread of the process. On x86-64 with FSGSBASE enabled
+// by the kernel (AT_HWCAP2 bit 1, Linux 5.9+) it is the thread's FS base,
+// its TLS pointer, read with RDFSBASE in about a nanosecond; elsewhere the
+// thread id, a system call (gettid, 0.2-0.4 us on the virtual machines we
+// measured). Compare tokens only with tokens from the same process run.
+func ThreadToken() uint64 {
+	tokenOnce.Do(func() { tokenFS = hwcap2()&hwcap2FSGSBASE != 0 })
+	if tokenFS {
+		if fs := rdfsbase(); fs != 0 {
+			return fs
+		}
+	}
+	return uint64(Gettid())
+}

@@ -30,3 +30,28 @@ func TestGetCPUAgrees(t *testing.T) {
 		}
 	}
 }
+
+// TestThreadToken: the token is stable on one thread and differs between
+// two threads alive at once.
+func TestThreadToken(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	a := ThreadToken()
+	if a == 0 || ThreadToken() != a {
+		t.Fatalf("token %#x not stable on one thread", a)
+	}
+	other := make(chan uint64)
+	hold := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		other <- ThreadToken()
+		<-hold
+	}()
+	b := <-other
+	close(hold)
+	if b == a {
+		t.Fatalf("two live threads share token %#x", a)
+	}
+	t.Logf("tokens %#x %#x", a, b)
+}
