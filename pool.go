@@ -72,6 +72,8 @@ type pool struct {
 	nrSpinning    int           // guarded by mu: workers spinning before parking (worker.spin)
 	lastQueueCPU  int           // guarded by mu: CPU of the last queuer, for pools that may spin
 	kickGen       atomic.Uint32 // bumped by every kick that finds work for a worker; spinners watch it
+	spinHits      atomic.Int64  // spins that caught an item (Stats)
+	spinMisses    atomic.Int64  // spins that ended with nothing to do
 	nextID        int           // guarded by mu
 	dead          bool          // guarded by mu
 	disassociated bool          // guarded by mu: per-CPU pool whose CPU is offline
@@ -281,6 +283,8 @@ type poolMutex struct {
 	m    sync.Mutex
 	pm   sched.PIMutex
 	wake *worker // guarded by the lock: worker to unpark at Unlock
+	// waits counts contended Locks of m (pm counts its own).
+	waits atomic.Int64
 }
 
 func (pm *poolMutex) Lock() {
@@ -288,7 +292,18 @@ func (pm *poolMutex) Lock() {
 		pm.pm.Lock()
 		return
 	}
-	pm.m.Lock()
+	if !pm.m.TryLock() {
+		pm.waits.Add(1)
+		pm.m.Lock()
+	}
+}
+
+// Waits returns how many Locks found the lock held.
+func (pm *poolMutex) Waits() int64 {
+	if pm.pi {
+		return pm.pm.Waits.Load()
+	}
+	return pm.waits.Load()
 }
 
 func (pm *poolMutex) Unlock() {

@@ -85,3 +85,27 @@ func TestKickWithSpinner(t *testing.T) {
 		t.Errorf("kick woke a worker with as many running as the pool has CPUs")
 	}
 }
+
+// TestPoolMutexWaits: a Lock that finds the pool lock held is counted, in
+// both kinds of pool lock.
+func TestPoolMutexWaits(t *testing.T) {
+	for _, pi := range []bool{false, true} {
+		var pm poolMutex
+		pm.pi = pi
+		pm.Lock()
+		done := make(chan struct{})
+		go func() {
+			pm.Lock()
+			pm.Unlock()
+			close(done)
+		}()
+		for pm.Waits() == 0 {
+			runtime.Gosched()
+		}
+		pm.Unlock()
+		<-done
+		if w := pm.Waits(); w != 1 {
+			t.Errorf("pi=%v: Waits = %d, want 1", pi, w)
+		}
+	}
+}

@@ -147,6 +147,14 @@ type PoolInfo struct {
 	Idle          int
 	Pending       int  // items on its worklist
 	Disassociated bool // per-CPU pool whose CPU is offline
+	// LockWaits counts the acquisitions of the pool lock that found it
+	// held (by a queuer, a worker, the CM monitor...): a measure of
+	// contention, and the "lock wait" cause of a late wake-up.
+	LockWaits int64
+	// SpinHits counts the items an idle worker caught while spinning
+	// before parking (no wake-up needed); SpinMisses the spins that ended
+	// with nothing to do (worker.go, "Spinning before parking").
+	SpinHits, SpinMisses int64
 }
 
 // WorkerInfo describes one worker thread.
@@ -180,6 +188,8 @@ func Pools() []PoolInfo {
 		pi.Pending = p.worklist.n
 		pi.Disassociated = p.disassociated
 		p.mu.Unlock()
+		pi.LockWaits = p.mu.Waits()
+		pi.SpinHits, pi.SpinMisses = p.spinHits.Load(), p.spinMisses.Load()
 		for _, wi := range p.snapshotWorkers() {
 			pi.Workers = append(pi.Workers, WorkerInfo{Name: wi.Name, TID: wi.TID, Idle: wi.Idle, Func: wi.Func,
 				Running: time.Duration(wi.RunningNs), CPU: sched.LastCPU(wi.TID)})

@@ -306,8 +306,10 @@ func (wk *worker) loop() {
 			p.nrSpinning--
 			spinners.Add(-1)
 			if found {
+				p.spinHits.Add(1)
 				goto again
 			}
+			p.spinMisses.Add(1)
 			wk.lastPark = spinAfterPark // no spin again before a short park
 			if !wk.dying && p.needMoreWorker() {
 				goto again

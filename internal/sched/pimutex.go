@@ -34,6 +34,8 @@ type PIMutex struct {
 	// critical sections for the race detector, which does not see the
 	// hand-over that FUTEX_UNLOCK_PI does inside the kernel.
 	seq atomic.Uint32
+	// Waits counts the Locks that found the mutex held (contended).
+	Waits atomic.Int64
 }
 
 const (
@@ -54,6 +56,7 @@ func (m *PIMutex) Lock() {
 	runtime.LockOSThread()
 	tid := uint32(unix.Gettid())
 	if !m.word.CompareAndSwap(0, tid) {
+		m.Waits.Add(1)
 		m.lockSlow(tid)
 	}
 	m.seq.Load()

@@ -43,6 +43,10 @@ func TestPIMutexExclusion(t *testing.T) {
 	if w := m.word.Load(); w != 0 {
 		t.Fatalf("futex word = %#x after the last Unlock, want 0", w)
 	}
+	// Holders yield with the lock held, so others must have found it held.
+	if m.Waits.Load() == 0 {
+		t.Fatalf("Waits = 0 after %d yields inside the critical section", n*per/64)
+	}
 }
 
 // TestPIMutexBoostsOwner: while a SCHED_FIFO thread waits for the mutex,
