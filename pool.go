@@ -70,7 +70,7 @@ type pool struct {
 	idle          []*worker     // guarded by mu: idle stack, most recent last
 	nrRunning     int           // guarded by mu: CM: workers running and not sleeping/CPU-intensive
 	nrSpinning    int           // guarded by mu: workers spinning before parking (worker.spin)
-	lastQueueCPU  int           // guarded by mu: CPU of the last queuer, for pools that may spin
+	lastQueueCPU  int           // guarded by mu: unbound pools: CPU of the last queuer (spinOK, kick's wake_cpu hint)
 	kickGen       atomic.Uint32 // bumped by every kick that finds work for a worker; spinners watch it
 	spinHits      atomic.Int64  // spins that caught an item (Stats)
 	spinMisses    atomic.Int64  // spins that ended with nothing to do
@@ -254,7 +254,7 @@ func (p *pool) kick() {
 		return // a spinning worker takes it, with no wake-up
 	}
 	if n := len(p.idle); n > 0 {
-		p.mu.wake = p.idle[n-1]
+		p.mu.wake = p.idle[p.wakeHint()]
 		return
 	}
 	if p.createFailing {
@@ -262,6 +262,28 @@ func (p *pool) kick() {
 		return
 	}
 	p.createWorker()
+}
+
+// wakeHint picks the idle worker to wake: the most recently idle one
+// (LIFO, warm caches), except that an unbound pool prefers, among its few
+// most recent idle workers, one that parked on the queuer's CPU. The
+// kernel hints a woken kworker onto the queueing CPU (wake_cpu); user
+// space cannot, but a thread is woken on the CPU it last ran on when that
+// is allowed, so waking the worker that parked there has it preempt the
+// queuer's CPU at once instead of waking another, idle, CPU (an IPI, and
+// in a virtual machine an exit of the idle vCPU). Called with mu held and
+// idle non-empty.
+func (p *pool) wakeHint() int {
+	n := len(p.idle)
+	if p.key.cpu >= 0 || p.lastQueueCPU < 0 {
+		return n - 1
+	}
+	for i := n - 1; i >= 0 && i >= n-4; i-- {
+		if p.idle[i].parkCPU == p.lastQueueCPU {
+			return i
+		}
+	}
+	return n - 1
 }
 
 // poolMutex is the pool lock. For an RT pool it is a priority-inheritance
@@ -339,7 +361,7 @@ func (p *pool) createWorker() bool {
 		p.createFailed(err)
 		return false
 	}
-	wk := &worker{pool: p, id: p.nextID}
+	wk := &worker{pool: p, id: p.nextID, parkCPU: -1}
 	p.nextID++
 	if p.key.cpu >= 0 {
 		wk.name = fmt.Sprintf("kworker/%d:%d%s", p.key.cpu, wk.id, p.key.class.suffix())

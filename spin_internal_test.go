@@ -109,3 +109,30 @@ func TestPoolMutexWaits(t *testing.T) {
 		}
 	}
 }
+
+// TestWakeHint: an unbound pool wakes, among its four most recent idle
+// workers, one that parked on the queuer's CPU; otherwise (and in per-CPU
+// pools) the most recent one.
+func TestWakeHint(t *testing.T) {
+	mk := func(cpu int, parked ...int) *pool {
+		p := &pool{key: poolKey{cpu: cpu}, lastQueueCPU: 1}
+		for _, c := range parked {
+			p.idle = append(p.idle, &worker{parkCPU: c})
+		}
+		return p
+	}
+	cases := []struct {
+		p    *pool
+		want int
+	}{
+		{mk(-1, 0, 0, 1, 0), 2},    // the one that parked on CPU 1
+		{mk(-1, 1, 0, 0, 0, 0), 4}, // on CPU 1 but not among the 4 most recent
+		{mk(-1, 0, 0), 1},          // none on CPU 1: most recent
+		{mk(0, 1, 0), 1},           // per-CPU pool: most recent
+	}
+	for i, c := range cases {
+		if got := c.p.wakeHint(); got != c.want {
+			t.Errorf("case %d: wakeHint = %d, want %d", i, got, c.want)
+		}
+	}
+}

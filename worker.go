@@ -79,6 +79,7 @@ type worker struct {
 	// previous read to the pwq of the item just run (cpuOwe for the read
 	// at park): short items are charged in bulk, to the last of them.
 	lastPark int64 // owned by the worker: ns its last park lasted (spinOK)
+	parkCPU  int   // guarded by pool.mu: the CPU it parked on (kick's wake_cpu hint)
 	lastCPU  int64 // owned by the worker: its thread CPU ns at the last read
 	cpuOwe   *pwq  // owned by the worker: pwq to charge at the next read; nil when settled
 	cpuAt    int64 // owned by the CM monitor: thread CPU ns at item start or wake
@@ -315,6 +316,7 @@ func (wk *worker) loop() {
 				goto again
 			}
 		}
+		wk.parkCPU = sched.GetCPU()
 		p.enterIdle(wk)
 		p.mu.Unlock()
 	}

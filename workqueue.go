@@ -526,7 +526,8 @@ func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, fromTimer bool) bool {
 			runtime.Gosched()
 			continue
 		}
-		if p.mayspin {
+		if p.key.cpu < 0 {
+			// For the spin rule and the wake_cpu hint (pool.kick).
 			if reqCPU == cpuUnbound || cpu < 0 || cpu >= cpuUnbound {
 				cpu = currentCPU()
 			}
