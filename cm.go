@@ -40,6 +40,11 @@ func init() { cmMon.wake = make(chan struct{}, 1) }
 
 func cmRegister(p *pool) {
 	cmMon.register(p, struct{}{}, func(stop, done chan struct{}) {
+		// The monitor must not compete with the workers it watches for a
+		// P: when every P runs a worker, it would take one by preempting
+		// a worker, whose thread then sleeps and is seen as blocked. One
+		// P is reserved while it runs (released in cmMonitor).
+		sched.ReserveP(1)
 		sched.GoLocked(func() {
 			raiseMonitor()
 			cmMonitor(stop, done)
@@ -121,7 +126,10 @@ const cmBackoffMax = time.Millisecond
 var cmPolls struct{ fast, all atomic.Int64 }
 
 func cmMonitor(stop, done chan struct{}) {
-	defer close(done)
+	defer func() {
+		sched.ReserveP(-1)
+		close(done)
+	}()
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	var snap []*pool
@@ -329,12 +337,26 @@ func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick 
 		switch {
 		case r.state != 0 && sched.Sleeping(r.state) && !wk.sleeping:
 			wk.sleeping = true
+			wk.sleptAt = now
 			sawSleep = true
 			if wk.counted {
 				wk.counted = false
 				p.nrRunning--
 				if p.needMoreWorker() {
 					pq.stats.cmWakeups.Add(1)
+					p.wakeOrCreate()
+				}
+			}
+		case r.state != 0 && sched.Sleeping(r.state) && p.key.cpu < 0 && now-wk.sleptAt >= int64(unboundBlockingConfirm):
+			// Still asleep a sample later: the item blocks (a thread that
+			// only waited for a P or the pool lock is running again by
+			// now). An unbound pool whose items block runs all of them at
+			// once, as the kernel's do (pool.concurrency).
+			p.blockedAt = now
+			if !p.blocking {
+				p.blocking = true
+				unboundBlockingEntries.Add(1)
+				if p.needMoreWorker() {
 					p.wakeOrCreate()
 				}
 			}
@@ -358,8 +380,24 @@ func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick 
 			p.wakeOrCreate()
 		}
 	}
+	if p.blocking && now-p.blockedAt > int64(unboundBlockingHold) {
+		p.blocking = false
+	}
 	return refs, wantFast, sawSleep
 }
+
+// unboundBlockingEntries counts the times an unbound pool went unlimited
+// (tests).
+var unboundBlockingEntries atomic.Int64
+
+// unboundBlockingConfirm is how long a worker of an unbound pool must stay
+// asleep before the pool counts its items as blocking: a locked thread
+// also sleeps, briefly, while it waits for a P or for the pool lock.
+const unboundBlockingConfirm = 50 * time.Microsecond
+
+// unboundBlockingHold is how long an unbound pool stays unlimited after
+// the CM monitor last saw one of its workers blocked (pool.concurrency).
+const unboundBlockingHold = 10 * time.Millisecond
 
 // wakeOrCreate wakes an idle worker, or creates one, when the pool needs
 // more workers. Called with mu held.

@@ -125,3 +125,7 @@ func SetCMTick(d time.Duration) (restore func()) {
 
 // CMPolls returns the CM monitor's fast samples and all samples so far.
 func CMPolls() (fast, all int64) { return cmPolls.fast.Load(), cmPolls.all.Load() }
+
+// UnboundBlockingEntries counts the times an unbound pool was seen with a
+// blocked worker and lifted its CPU-count limit.
+func UnboundBlockingEntries() int64 { return unboundBlockingEntries.Load() }

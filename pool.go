@@ -3,6 +3,7 @@ package wq
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"sync"
@@ -70,6 +71,8 @@ type pool struct {
 	idle          []*worker     // guarded by mu: idle stack, most recent last
 	nrRunning     int           // guarded by mu: CM: workers running and not sleeping/CPU-intensive
 	nrSpinning    int           // guarded by mu: workers spinning before parking (worker.spin)
+	blocking      bool          // guarded by mu: unbound: a worker was seen blocked lately (concurrency)
+	blockedAt     int64         // guarded by mu: unbound: ns when the CM monitor last saw a worker blocked
 	lastQueueCPU  int           // guarded by mu: unbound pools: CPU of the last queuer (spinOK, kick's wake_cpu hint)
 	kickGen       atomic.Uint32 // bumped by every kick that finds work for a worker; spinners watch it
 	spinHits      atomic.Int64  // spins that caught an item (Stats)
@@ -210,17 +213,22 @@ func (p *pool) String() string {
 
 // concurrency is how many workers of the pool may run at once before
 // concurrency management holds items back: 1 for a per-CPU pool, as in the
-// kernel; for an unbound pool the number of CPUs its workers may use.
-// The kernel does not manage unbound pools (their workers never count in
-// nr_running): a kworker that cannot get a CPU waits in the run queue and
-// costs nothing. A gowq worker also needs one of GOMAXPROCS Ps to run Go
-// code, so more running workers than CPUs only hand Ps to each other
-// (each a futex round trip) and slow every item; a worker that blocks
-// stops counting, as on a per-CPU pool (docs/design.md, "Concurrency
-// management"). Called with mu held.
+// kernel. The kernel does not manage unbound pools (their workers never
+// count in nr_running): a kworker that cannot get a CPU waits in the run
+// queue and costs nothing. A gowq worker also needs one of GOMAXPROCS Ps
+// to run Go code, so while an unbound pool's items run without blocking,
+// more running workers than CPUs only hand Ps to each other (each a futex
+// round trip) and slow every item: the limit is then the number of CPUs
+// its workers may use. Once the CM monitor sees one of its workers blocked
+// (blocking), the pool runs every pending item at once, as the kernel's
+// unbound pools do, until unboundBlockingHold passes with none seen
+// blocked (docs/design.md, "Concurrency management"). Called with mu held.
 func (p *pool) concurrency() int {
-	if p.key.cpu >= 0 {
+	switch {
+	case p.key.cpu >= 0:
 		return 1
+	case p.blocking:
+		return math.MaxInt32
 	}
 	return max(1, len(p.cpus))
 }

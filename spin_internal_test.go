@@ -84,6 +84,13 @@ func TestKickWithSpinner(t *testing.T) {
 	if p.mu.wake != nil {
 		t.Errorf("kick woke a worker with as many running as the pool has CPUs")
 	}
+	// Once a worker was seen blocked, the unbound pool runs every pending
+	// item at once, as the kernel's unbound pools do.
+	p.blocking = true
+	p.kick()
+	if p.mu.wake != idle {
+		t.Errorf("kick of a blocking unbound pool did not wake the idle worker")
+	}
 }
 
 // TestPoolMutexWaits: a Lock that finds the pool lock held is counted, in

@@ -19,7 +19,7 @@ type QueueStats struct {
 	Infl    int64         // items started and not yet finished (infl)
 	CPUTime time.Duration // CPU time of the queue's items (CPUtime), from each worker thread's CPU clock
 	CPUItsv int64         // CPU-intensive violations (CPUitsv); per-CPU queues only
-	CMW     int64         // concurrency-management wake-ups (CMW); per-CPU queues only
+	CMW     int64         // concurrency-management wake-ups (CMW)
 	RPR     int64         // repatriations (RPR); unbound queues only
 	Mayday  int64         // mayday requests sent to the rescuer
 	Rescued int64         // items the rescuer ran

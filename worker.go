@@ -55,6 +55,7 @@ type worker struct {
 	dying        bool                // guarded by pool.mu
 	counted      bool                // guarded by pool.mu: counted in pool.nrRunning
 	sleeping     bool                // guarded by pool.mu: seen blocked by the CM monitor
+	sleptAt      int64               // guarded by pool.mu: ns when the CM monitor saw it fall asleep
 	cpuIntensive bool                // guarded by pool.mu
 	current      *Work               // guarded by pool.mu
 	currentPwq   *pwq                // guarded by pool.mu
