@@ -306,7 +306,7 @@ func (wk *Worker) loop(th *thread) bool {
 	wk.mu.Lock()
 	for {
 		wk.current = nil
-		w := wk.worklist.popFront()
+		w := wk.worklist.PopFront()
 		if w == nil {
 			if wk.dying {
 				wk.exited = true
@@ -494,7 +494,7 @@ func (wk *Worker) idleLocked(w *Work) bool {
 	if wk.fallback != nil {
 		return w.fb.Busy() == 0
 	}
-	return w.list == nil && w.canceling == 0 && wk.current != w
+	return w.list() == nil && w.canceling == 0 && wk.current != w
 }
 
 // insertLocked queues w, owned by wk, at the tail of the worklist. A dying
@@ -512,13 +512,13 @@ func (wk *Worker) insertLocked(w *Work, chainAny bool) result {
 		}
 		return refused
 	}
-	if w.list != nil || w.canceling > 0 {
+	if w.list() != nil || w.canceling > 0 {
 		return busy // queuing_blocked(); a pending item runs before a dying worker exits
 	}
 	if wk.dying && (wk.current != w || !(chainAny || wk.self())) {
 		return refused
 	}
-	wk.worklist.pushBack(w)
+	wk.worklist.PushBack(&w.node, w)
 	return queued
 }
 
@@ -614,7 +614,7 @@ func (wk *Worker) QueueDelayedWork(dw *DelayedWork, d time.Duration) bool {
 		wk.mu.Unlock()
 		return wk.finish(op, w, refused, nil)
 	}
-	if w.list != nil || w.canceling > 0 {
+	if w.list() != nil || w.canceling > 0 {
 		wk.mu.Unlock()
 		return false
 	}
@@ -630,10 +630,10 @@ func (wk *Worker) QueueDelayedWork(dw *DelayedWork, d time.Duration) bool {
 // Mirrors __kthread_queue_delayed_work().
 func (wk *Worker) armLocked(dw *DelayedWork, d time.Duration) {
 	if d <= 0 {
-		wk.worklist.pushBack(&dw.Work)
+		wk.worklist.PushBack(&dw.node, &dw.Work)
 		return
 	}
-	wk.delayed.pushBack(&dw.Work)
+	wk.delayed.PushBack(&dw.node, &dw.Work)
 	dw.timer.Reset(d)
 }
 
@@ -663,12 +663,12 @@ func (wk *Worker) ModDelayedWork(dw *DelayedWork, d time.Duration) bool {
 		return true
 	}
 	was := false
-	switch w.list {
+	switch w.list() {
 	case &wk.delayed:
 		dw.stopTimerLocked(wk)
 		was = true
 	case &wk.worklist:
-		wk.worklist.remove(w)
+		wk.worklist.Remove(&w.node)
 		was = true
 	}
 	wk.armLocked(dw, d)
@@ -712,7 +712,7 @@ func flushWork(w *Work) bool {
 		return w.fb.Flush()
 	}
 	running := o.current == w
-	if w.list == nil && !running {
+	if w.list() == nil && !running {
 		o.mu.Unlock()
 		return false
 	}
@@ -721,15 +721,15 @@ func flushWork(w *Work) bool {
 		reportError("kthread_flush_work", w.Func(), ErrDeadlock)
 		return false
 	}
-	if w.list == &o.delayed {
+	if w.list() == &o.delayed {
 		w.dw.stopTimerLocked(o)
-		o.worklist.pushBack(w)
+		o.worklist.PushBack(&w.node, w)
 	}
 	b := newBarrier(o)
-	if w.list != nil {
-		o.worklist.insertAfter(w, b)
+	if w.list() != nil {
+		o.worklist.InsertAfter(&w.node, &b.node, b)
 	} else {
-		o.worklist.pushFront(b)
+		o.worklist.PushFront(&b.node, b)
 	}
 	o.mu.Unlock()
 	o.parker.Unpark()
@@ -758,7 +758,7 @@ func (wk *Worker) FlushWorker() {
 		return
 	}
 	b := newBarrier(wk)
-	wk.worklist.pushBack(b)
+	wk.worklist.PushBack(&b.node, b)
 	wk.mu.Unlock()
 	wk.parker.Unpark()
 	<-b.barrier
@@ -798,12 +798,12 @@ func cancelSync(op string, w *Work) bool {
 		return w.fb.CancelSync()
 	}
 	was := false
-	switch w.list {
+	switch w.list() {
 	case &o.delayed:
 		w.dw.stopTimerLocked(o)
 		was = true
 	case &o.worklist:
-		o.worklist.remove(w)
+		o.worklist.Remove(&w.node)
 		was = true
 	}
 	if o.current != w {
@@ -819,7 +819,7 @@ func cancelSync(op string, w *Work) bool {
 	// the head of the list runs right after it.
 	w.canceling++
 	b := newBarrier(o)
-	o.worklist.pushFront(b)
+	o.worklist.PushFront(&b.node, b)
 	o.mu.Unlock()
 	o.parker.Unpark()
 	<-b.barrier
@@ -862,8 +862,8 @@ func (wk *Worker) Destroy() error {
 	}
 	wk.dying = true
 	var cancelled []string
-	for wk.delayed.head != nil {
-		w := wk.delayed.head
+	for !wk.delayed.Empty() {
+		w := wk.delayed.Front()
 		w.dw.stopTimerLocked(wk)
 		cancelled = append(cancelled, w.Func())
 	}
