@@ -381,7 +381,7 @@ func (wk *worker) runItem(w *Work, fn func(), pq *pwq) {
 	if r, stack, panicked := callFn(fn); panicked {
 		pq.stats.panics.Add(1)
 		pi := PanicInfo{Workqueue: pq.wq.name, Func: w.Func(), Value: r, Stack: stack, Worker: wk.name}
-		reportPanic(pi)
+		pq.wq.reportPanic(pi)
 	}
 	wk.endItem(w, pq, t)
 }

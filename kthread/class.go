@@ -109,7 +109,7 @@ func reportDefaultClass(name string, err error) {
 	deliver(me, "log/slog", true, func() {
 		slog.Warn("kthread: workers keep the nice they inherit (reported once)", "worker", name, "err", err)
 	})
-	if h := errorHandler.Load(); h != nil {
-		deliver(me, "error handler", true, func() { (*h)("kthread_create_worker", name, err) })
+	if h := handlers.Error(nil); h != nil {
+		deliver(me, "error handler", true, func() { h("kthread_create_worker", name, err) })
 	}
 }
