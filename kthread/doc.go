@@ -110,8 +110,9 @@
 // destroyed on another goroutine after its queued items have run; a queue
 // that loaded the old table is refused by the retiring worker and goes to
 // the fallback, so nothing is lost. When the CPU returns a worker is
-// created again. To run on the fallback workqueue without allocating, a
-// Work embeds a wq.Work.
+// created again. A plain Work carries no wq state: the wq.Work that runs
+// it on a fallback workqueue is allocated the first time the item goes to
+// one (percpu.go, the only file of kthread that uses wq), and reused.
 //
 // # Guarantees
 //

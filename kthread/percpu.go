@@ -73,7 +73,7 @@ func NewPerCPU(name string, fallback *wq.Workqueue, opts ...Option) (*PerCPU, er
 		fallback, s.ownFallback = q, true
 	}
 	s.fallback = fallback
-	s.fbOwner = &Worker{name: fallback.Name(), cpu: -1, set: s, fallback: fallback}
+	s.fbOwner = &Worker{name: fallback.Name(), cpu: -1, set: s, fallback: &fallbackQueue{q: fallback}}
 	s.workers.Store(&[]*Worker{})
 	// Subscribe first, then read the online CPUs under mu: a change that
 	// happens in between is applied again by the subscriber, so none is
@@ -169,7 +169,8 @@ func (s *PerCPU) applyLocked(online []int, strict bool) (first error, errs []err
 // itself. It returns false and reports to the error handler when w has no
 // function (ErrNoFunc), is busy on a worker outside the set
 // (ErrOtherWorker), or the set is destroyed (ErrDestroyed, once). It never
-// blocks beyond short locks and makes no allocation. Mirrors seed 003's
+// blocks beyond short locks and makes no allocation, except once per item:
+// the first time w goes to a fallback workqueue. Mirrors seed 003's
 // z_erofs_decompress_kickoff: rcu_dereference of the CPU's worker, then
 // kthread_queue_work() or queue_work() on the fallback.
 func (s *PerCPU) Queue(cpu int, w *Work) bool {
@@ -302,3 +303,39 @@ func (s *PerCPU) Destroy() error {
 	close(s.done)
 	return errors.Join(errs...)
 }
+
+// fallbackQueue is a PerCPU set's fallback workqueue as the worker code
+// sees it: the fallback owner (a Worker without a thread) runs its items
+// there. This file is the only part of kthread that uses wq.
+type fallbackQueue struct{ q *wq.Workqueue }
+
+// fallbackWork is a Work as the fallback workqueue sees it.
+type fallbackWork struct{ wq.Work }
+
+// insertLocked queues w on the fallback workqueue, allocating w's
+// fallback state the first time. Called with the fallback owner's mu
+// held (Worker.insertLocked).
+func (f *fallbackQueue) insertLocked(w *Work) result {
+	if w.fb == nil {
+		w.fb = &fallbackWork{}
+		w.fb.Init(w.fn)
+	}
+	if w.fb.Pending() {
+		return busy
+	}
+	if f.q.Queue(&w.fb.Work) {
+		return queued
+	}
+	return refused
+}
+
+// pending, idle, flush and cancelSync are Work.Pending, idleLocked,
+// flushWork and cancelSync for an item owned by the fallback owner; w.fb
+// may still be nil (attached, not yet inserted).
+func (f *fallbackQueue) pending(w *Work) bool { return w.fb != nil && w.fb.Pending() }
+
+func (f *fallbackQueue) idle(w *Work) bool { return w.fb == nil || w.fb.Busy() == 0 }
+
+func (f *fallbackQueue) flush(w *Work) bool { return w.fb != nil && w.fb.Flush() }
+
+func (f *fallbackQueue) cancelSync(w *Work) bool { return w.fb != nil && w.fb.CancelSync() }

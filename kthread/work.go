@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gowq/wq"
 	"github.com/gowq/wq/internal/ilist"
 )
 
@@ -22,8 +21,9 @@ import (
 // it on a second worker while it is busy on the first returns false and
 // reports ErrOtherWorker, where the kernel would WARN.
 //
-// A Work also embeds a wq.Work, so that a PerCPU set can run it on its
-// fallback workqueue when a CPU has no worker, without allocating.
+// A plain Work carries nothing of wq: the state a PerCPU set's fallback
+// workqueue needs (a wq.Work) is allocated the first time the item goes to
+// a fallback, and reused afterwards.
 type Work struct {
 	fn   func()
 	name atomic.Pointer[string] // cached function name, lazily set
@@ -43,10 +43,11 @@ type Work struct {
 
 	dw *DelayedWork // immutable after Init: the DelayedWork embedding this Work, or nil
 
-	// fb is the item as the fallback workqueue of a PerCPU set sees it. Its
-	// state is guarded by wq; moving the item to or from the fallback owner
-	// happens under the fallback owner's mu.
-	fb wq.Work
+	// fb is the item as the fallback workqueue of a PerCPU set sees it,
+	// nil until the item first goes to a fallback (percpu.go). Set under
+	// the fallback owner's mu and never cleared; its state is guarded by
+	// wq.
+	fb *fallbackWork
 }
 
 // Init sets the function the item runs. It mirrors kthread_init_work().
@@ -55,7 +56,9 @@ type Work struct {
 func (w *Work) Init(fn func()) {
 	w.fn = fn
 	w.name.Store(nil)
-	w.fb.Init(fn)
+	if w.fb != nil {
+		w.fb.Init(fn)
+	}
 }
 
 // NewWork returns an initialised Work that runs fn. It mirrors
@@ -96,7 +99,7 @@ func (w *Work) Pending() bool {
 	}
 	defer o.mu.Unlock()
 	if o.fallback != nil {
-		return w.fb.Pending()
+		return o.fallback.pending(w)
 	}
 	return w.list() != nil
 }

@@ -13,7 +13,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gowq/wq"
 	"github.com/gowq/wq/internal/sched"
 )
 
@@ -126,7 +125,7 @@ type Worker struct {
 	// fallback is non-nil only for a PerCPU set's fallback owner: a
 	// Worker value without a thread whose mu guards moving items to and
 	// from the set's fallback workqueue. immutable.
-	fallback *wq.Workqueue
+	fallback *fallbackQueue
 
 	// thread is the OS thread the worker's loop goroutine owns, nil while
 	// it owns none (while a replacement thread starts, and after the
@@ -492,7 +491,7 @@ func (wk *Worker) attach(w *Work) *Worker {
 // running, nor being cancelled. Called with wk.mu held.
 func (wk *Worker) idleLocked(w *Work) bool {
 	if wk.fallback != nil {
-		return w.fb.Busy() == 0
+		return wk.fallback.idle(w)
 	}
 	return w.list() == nil && w.canceling == 0 && wk.current != w
 }
@@ -504,13 +503,7 @@ func (wk *Worker) idleLocked(w *Work) bool {
 // wk.mu held.
 func (wk *Worker) insertLocked(w *Work, chainAny bool) result {
 	if wk.fallback != nil {
-		if w.fb.Pending() {
-			return busy
-		}
-		if wk.fallback.Queue(&w.fb) {
-			return queued
-		}
-		return refused
+		return wk.fallback.insertLocked(w)
 	}
 	if w.list() != nil || w.canceling > 0 {
 		return busy // queuing_blocked(); a pending item runs before a dying worker exits
@@ -709,7 +702,7 @@ func flushWork(w *Work) bool {
 	}
 	if o.fallback != nil {
 		o.mu.Unlock()
-		return w.fb.Flush()
+		return o.fallback.flush(w)
 	}
 	running := o.current == w
 	if w.list() == nil && !running {
@@ -795,7 +788,7 @@ func cancelSync(op string, w *Work) bool {
 	}
 	if o.fallback != nil {
 		o.mu.Unlock()
-		return w.fb.CancelSync()
+		return o.fallback.cancelSync(w)
 	}
 	was := false
 	switch w.list() {
