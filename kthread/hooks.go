@@ -7,7 +7,6 @@ import (
 	"os"
 
 	"github.com/gowq/wq/internal/report"
-	"github.com/gowq/wq/internal/sched"
 )
 
 // Errors. All are matched with errors.Is.
@@ -141,10 +140,7 @@ func reportError(op, fn string, err error) {
 // (sched.GoroutineState); used on error paths only.
 func deliver(me actor, what string, errorHandler bool, fn func()) {
 	report.Contained(func() {
-		if g, _, ok := sched.GoroutineState(); ok {
-			actors.Store(g, actor{wk: me.wk, errorHandler: errorHandler})
-			defer actors.Delete(g)
-		}
+		defer actors.Enter(actor{wk: me.wk, errorHandler: errorHandler})()
 		fn()
 	}, func(r any, stack []byte) {
 		fmt.Fprintf(os.Stderr, "kthread: %s panicked (recovered): %v\n%s", what, r, stack)

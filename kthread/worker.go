@@ -215,10 +215,7 @@ func create(cpu int, name string, set *PerCPU, opts []Option) (*Worker, error) {
 // errc receives the setup result for the first thread; it is nil for a
 // thread that replaces one lost to runtime.Goexit or to an escape.
 func (wk *Worker) threadMain(errc chan<- error) {
-	if g, _, ok := sched.GoroutineState(); ok {
-		actors.Store(g, actor{wk: wk})
-		defer actors.Delete(g)
-	}
+	defer actors.Enter(actor{wk: wk})()
 	th := &thread{tid: sched.Gettid()}
 	stopped := false
 	defer func() {
@@ -272,16 +269,19 @@ func (wk *Worker) releaseThread(th *thread) {
 // applied, for the caller to report once attrMu is unlocked. Called on
 // the worker's thread with attrMu held.
 func (wk *Worker) setupLocked() (warn, err error) {
-	err = sched.SetName(wk.name)
+	var cpus []int
 	if wk.cpu >= 0 {
-		if e := sched.SetAffinity(0, []int{wk.cpu}); e != nil && err == nil {
-			err = e
-			if errors.Is(e, unix.EINVAL) {
-				err = fmt.Errorf("%w: CPU %d: %w", ErrInvalidCPU, wk.cpu, e)
-			}
+		cpus = []int{wk.cpu}
+	}
+	r := sched.ThreadSetup{Name: wk.name, CPUs: cpus, Attr: wk.attr}.Apply()
+	err = r.Name
+	if e := r.Affinity; e != nil && err == nil {
+		err = e
+		if errors.Is(e, unix.EINVAL) {
+			err = fmt.Errorf("%w: CPU %d: %w", ErrInvalidCPU, wk.cpu, e)
 		}
 	}
-	warn, e := wk.applyClassLocked()
+	warn, e := wk.classAppliedLocked(r.Class)
 	if e != nil && err == nil {
 		err = e
 	}
