@@ -41,46 +41,31 @@ func (l *List[T]) Front() *T {
 
 // PushBack links e, whose node is n, at the tail (list_add_tail). n must
 // be on no list.
-func (l *List[T]) PushBack(n *Node[T], e *T) {
-	n.list, n.elem = l, e
-	n.next = nil
-	n.prev = l.tail
-	if l.tail != nil {
-		l.tail.next = n
-	} else {
-		l.head = n
-	}
-	l.tail = n
-	l.n++
-}
+func (l *List[T]) PushBack(n *Node[T], e *T) { l.link(n, l.tail, nil, e) }
 
 // PushFront links e, whose node is n, at the head (list_add). n must be
 // on no list.
-func (l *List[T]) PushFront(n *Node[T], e *T) {
-	n.list, n.elem = l, e
-	n.prev = nil
-	n.next = l.head
-	if l.head != nil {
-		l.head.prev = n
-	} else {
-		l.tail = n
-	}
-	l.head = n
-	l.n++
-}
+func (l *List[T]) PushFront(n *Node[T], e *T) { l.link(n, nil, l.head, e) }
 
 // InsertAfter links e, whose node is n, right after pos, which must be on
 // l; n must be on no list.
-func (l *List[T]) InsertAfter(pos, n *Node[T], e *T) {
+func (l *List[T]) InsertAfter(pos, n *Node[T], e *T) { l.link(n, pos, pos.next, e) }
+
+// link puts n between prev and next, adjacent nodes of l (nil for the
+// ends): the kernel's __list_add.
+func (l *List[T]) link(n, prev, next *Node[T], e *T) {
 	n.list, n.elem = l, e
-	n.prev = pos
-	n.next = pos.next
-	if pos.next != nil {
-		pos.next.prev = n
+	n.prev, n.next = prev, next
+	if prev != nil {
+		prev.next = n
+	} else {
+		l.head = n
+	}
+	if next != nil {
+		next.prev = n
 	} else {
 		l.tail = n
 	}
-	pos.next = n
 	l.n++
 }
 
