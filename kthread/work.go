@@ -22,8 +22,8 @@ import (
 // reports ErrOtherWorker, where the kernel would WARN.
 //
 // A plain Work carries nothing of wq: the state a PerCPU set's fallback
-// workqueue needs (a wq.Work) is allocated the first time the item goes to
-// a fallback, and reused afterwards.
+// workqueue needs (a wq.Work, see Fallback) is allocated the first time
+// the item goes to a fallback, and reused afterwards.
 type Work struct {
 	fn   func()
 	name atomic.Pointer[string] // cached function name, lazily set
@@ -47,7 +47,7 @@ type Work struct {
 	// nil until the item first goes to a fallback (percpu.go). Set under
 	// the fallback owner's mu and never cleared; its state is guarded by
 	// wq.
-	fb *fallbackWork
+	fb fallbackWork
 }
 
 // Init sets the function the item runs. It mirrors kthread_init_work().
