@@ -83,7 +83,7 @@ func (q *Workqueue) DumpState() string {
 	for _, pq := range pwqs {
 		p := pq.pool
 		p.mu.Lock()
-		s += fmt.Sprintf("%v inflight %v color %d waiting %v worklist %d inactive %d workers %d idle %d nrRunning %d lim %d/%d inact %d draining %d\n", p, pq.nrInFlight, pq.color, pq.flushWaiting, p.worklist.n, pq.inactive.n, len(p.workers), len(p.idle), p.nrRunning, pq.lim.nrActive.Load(), pq.lim.max.Load(), pq.lim.nrInactive.Load(), q.draining.Load())
+		s += fmt.Sprintf("%v inflight %v color %d waiting %v worklist %d inactive %d workers %d idle %d nrRunning %d lim %d/%d inact %d draining %d\n", p, pq.nrInFlight, pq.color, pq.flushWaiting, p.worklist.len(), pq.inactive.len(), len(p.workers), len(p.idle), p.nrRunning, pq.lim.nrActive.Load(), pq.lim.max.Load(), pq.lim.nrInactive.Load(), q.draining.Load())
 		p.mu.Unlock()
 	}
 	return s

@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"sync/atomic"
 
+	"github.com/gowq/wq/internal/report"
 	"github.com/gowq/wq/wqtrace"
 )
 
@@ -24,55 +25,66 @@ func (p PanicInfo) Error() string {
 }
 
 var (
-	panicHandler atomic.Pointer[func(PanicInfo)]
-	errorHandler atomic.Pointer[func(op, fn string, err error)]
-	tracer       atomic.Pointer[wqtrace.Tracer]
+	handlers report.Handlers[PanicInfo] // the process-wide panic and error handlers
+	tracer   atomic.Pointer[wqtrace.Tracer]
 )
 
-// SetPanicHandler sets the function called (on the worker thread) when a
-// work function panics; nil restores the default, which logs the function
-// name, the value and the stack with log/slog at error level. The worker
-// keeps serving, flush waiters are released and the item counts as
-// completed. Safe from any goroutine.
-func SetPanicHandler(h func(PanicInfo)) {
-	if h == nil {
-		panicHandler.Store(nil)
-		return
-	}
-	panicHandler.Store(&h)
-}
+// SetPanicHandler sets the process-wide function called (on the worker
+// thread) when a work function panics; nil restores the default, which
+// logs the function name, the value and the stack with log/slog at error
+// level. A queue allocated with WithPanicHandler calls its own handler
+// instead. The worker keeps serving, flush waiters are released and the
+// item counts as completed. Safe from any goroutine.
+func SetPanicHandler(h func(PanicInfo)) { handlers.SetPanic(h) }
 
-// reportPanic calls the panic handler; a handler that panics is
-// recovered and logged. (A handler that calls runtime.Goexit ends the
-// worker, which the worker's exit path handles like a Goexit in the work
-// function.)
-func reportPanic(pi PanicInfo) {
-	if h := panicHandler.Load(); h != nil {
-		callSafe("panic handler", func() { (*h)(pi) })
+// reportPanic calls the process-wide panic handler (see
+// Workqueue.reportPanic).
+func reportPanic(pi PanicInfo) { (*Workqueue)(nil).reportPanic(pi) }
+
+// reportPanic calls q's panic handler, or the process-wide one when q
+// has none (or q is nil); a handler that panics is recovered and logged.
+// (A handler that calls runtime.Goexit ends the worker, which the
+// worker's exit path handles like a Goexit in the work function.)
+func (q *Workqueue) reportPanic(pi PanicInfo) {
+	var local func(PanicInfo)
+	if q != nil {
+		local = q.panicHandler
+	}
+	if h := handlers.Panic(local); h != nil {
+		callSafe("panic handler", func() { h(pi) })
 		return
 	}
 	slog.Error("workqueue: work function panicked", "workqueue", pi.Workqueue,
 		"function", pi.Func, "worker", pi.Worker, "panic", fmt.Sprint(pi.Value), "stack", string(pi.Stack))
 }
 
-// SetErrorHandler sets the function called when an operation that returns
-// only a bool (as the kernel's do) hits a usage error: queueing on a
-// destroyed queue (ErrDestroyed), a nil function (ErrNoFunc), a wait that
-// would deadlock (ErrDeadlock), a bad CPU (ErrInvalidCPU). op names the
-// kernel function ("queue_work_on"), fn the work function. nil restores the
-// default, which logs with log/slog at warning level. Safe from any
-// goroutine; the handler must not block.
-func SetErrorHandler(h func(op, fn string, err error)) {
-	if h == nil {
-		errorHandler.Store(nil)
-		return
-	}
-	errorHandler.Store(&h)
-}
+// SetErrorHandler sets the process-wide function called when an
+// operation that returns only a bool (as the kernel's do) hits a usage
+// error: queueing on a destroyed queue (ErrDestroyed), a nil function
+// (ErrNoFunc), a wait that would deadlock (ErrDeadlock), a bad CPU
+// (ErrInvalidCPU). op names the kernel function ("queue_work_on"), fn the
+// work function. nil restores the default, which logs with log/slog at
+// warning level. Errors of operations on a queue allocated with
+// WithErrorHandler (queueing on it, flushing, draining or destroying it)
+// go to that queue's handler instead; errors of operations on an item
+// alone (Work.Flush, Cancel, Disable, Enable) and of pools shared by
+// several queues (worker creation) come here. Safe from any goroutine; the
+// handler must not block.
+func SetErrorHandler(h func(op, fn string, err error)) { handlers.SetError(h) }
 
-func reportError(op, fn string, err error) {
-	if h := errorHandler.Load(); h != nil {
-		(*h)(op, fn, err)
+// reportError calls the process-wide error handler (see
+// Workqueue.reportError).
+func reportError(op, fn string, err error) { (*Workqueue)(nil).reportError(op, fn, err) }
+
+// reportError calls q's error handler, or the process-wide one when q has
+// none (or q is nil), on the calling goroutine.
+func (q *Workqueue) reportError(op, fn string, err error) {
+	var local func(op, fn string, err error)
+	if q != nil {
+		local = q.errorHandler
+	}
+	if h := handlers.Error(local); h != nil {
+		h(op, fn, err)
 		return
 	}
 	slog.Warn("workqueue: "+op+" failed", "function", fn, "err", err)
@@ -98,30 +110,23 @@ func SetTracer(t wqtrace.Tracer) {
 
 func stackOf() []byte { return debug.Stack() }
 
+// logPanic logs a panic recovered from the callback what.
+func logPanic(what string) report.PanicFunc {
+	return func(r any, stack []byte) {
+		slog.Error("workqueue: "+what+" panicked", "panic", fmt.Sprint(r), "stack", string(stack))
+	}
+}
+
 // callSafe calls a user callback f with a panic recovered and logged.
 // runtime.Goexit in f is not stopped: it ends the calling goroutine, whose
 // exit path must cope (workers: main's deferred exit path).
-func callSafe(what string, f func()) {
-	defer func() {
-		if r := recover(); r != nil {
-			slog.Error("workqueue: "+what+" panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-		}
-	}()
-	f()
-}
+func callSafe(what string, f func()) { report.Safe(f, logPanic(what)) }
 
 // callContained calls a user callback f on a helper goroutine and waits
 // for it: a panic is recovered and logged, and runtime.Goexit ends only the
 // helper. Used where the caller is a gowq service thread (the CM monitor,
 // the watchdog) that a callback must not end.
-func callContained(what string, f func()) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		callSafe(what, f)
-	}()
-	<-done
-}
+func callContained(what string, f func()) { report.Contained(f, logPanic(what)) }
 
 // goReport runs f (a report to the user's handlers) on its own goroutine,
 // contained, without waiting: for reports made with a lock held or from a
@@ -134,19 +139,7 @@ func goReport(f func()) { go callSafe("error handler", f) }
 // that the caller's state stays consistent (an item is released, a pool
 // lock is unlocked); on a worker, main's exit path does the rest.
 func emit(t *wqtrace.Tracer, ev *wqtrace.Event, onGoexit func()) {
-	returned := false
-	defer func() {
-		if returned {
-			return
-		}
-		if r := recover(); r != nil {
-			slog.Error("workqueue: tracer panicked", "event", ev.Kind.String(), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			return
-		}
-		if onGoexit != nil {
-			onGoexit()
-		}
-	}()
-	(*t).Trace(ev)
-	returned = true
+	report.Guard(func() { (*t).Trace(ev) }, func(r any, stack []byte) {
+		slog.Error("workqueue: tracer panicked", "event", ev.Kind.String(), "panic", fmt.Sprint(r), "stack", string(stack))
+	}, onGoexit)
 }

@@ -526,7 +526,7 @@ func (p *pool) maydayTimeout() {
 	p.createWorker()
 	if p.needMoreWorker() {
 		seen := map[*pwq]bool{}
-		for w := p.worklist.head; w != nil; w = w.next {
+		for w := p.worklist.head(); w != nil; w = w.next() {
 			pq := w.pwq.Load()
 			if pq == nil || seen[pq] {
 				continue

@@ -187,12 +187,12 @@ func (pq *pwq) afterSlotFreed() bool {
 func (pq *pwq) unlink(w *Work) bool {
 	w.pwq.Store(nil)
 	pq.doneInFlight(w.color)
-	if w.list == &pq.inactive {
+	if w.list() == &pq.inactive {
 		pq.inactive.remove(w)
 		pq.lim.nrInactive.Add(-1)
 		return false
 	}
-	w.list.remove(w) // the worklist, or a worker's scheduled list
+	w.list().remove(w) // the worklist, or a worker's scheduled list
 	pq.lim.nrActive.Add(-1)
 	return pq.afterSlotFreed()
 }

@@ -173,8 +173,8 @@ func (r *rescuer) rescue(wk *worker, pq *pwq) bool {
 	wk.curPool.Store(p)
 	// assign_work: pq's items move to the rescuer's scheduled list, or to
 	// the scheduled list of the worker that runs them now.
-	for x := p.worklist.head; x != nil; {
-		next := x.next
+	for x := p.worklist.head(); x != nil; {
+		next := x.next()
 		if x.pwq.Load() == pq {
 			p.worklist.remove(x)
 			if rn := x.runner.Load(); rn != nil && rn != wk && rn.curPool.Load() == p && rn.current == x {
@@ -191,7 +191,7 @@ func (r *rescuer) rescue(wk *worker, pq *pwq) bool {
 	// Items that the rescued ones activated or chained: rescue again
 	// without waiting for the next mayday interval.
 	if p.needToCreate() {
-		for x := p.worklist.head; x != nil; x = x.next {
+		for x := p.worklist.head(); x != nil; x = x.next() {
 			if x.pwq.Load() == pq {
 				r.sendMayday(pq)
 				break

@@ -185,7 +185,7 @@ func Pools() []PoolInfo {
 		p.mu.Lock()
 		pi.CPUs = intsList(p.cpus)
 		pi.Idle = len(p.idle)
-		pi.Pending = p.worklist.n
+		pi.Pending = p.worklist.len()
 		pi.Disassociated = p.disassociated
 		p.mu.Unlock()
 		pi.LockWaits = p.mu.Waits()

@@ -188,7 +188,7 @@ func watchdogCheck(th time.Duration) {
 	for _, it := range items {
 		p := it.p
 		p.mu.Lock()
-		pending := p.worklist.n
+		pending := p.worklist.len()
 		p.mu.Unlock()
 		stuck := time.Duration(now - p.progress.Load())
 		if pending == 0 || stuck < th {

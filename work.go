@@ -3,6 +3,7 @@ package wq
 import (
 	"context"
 
+	"github.com/gowq/wq/internal/ilist"
 	"github.com/gowq/wq/internal/sched"
 	"reflect"
 	"runtime"
@@ -40,11 +41,12 @@ type Work struct {
 	// grabSelf to that thread instead of waiting for itself. atomic.
 	transit atomic.Int32
 
-	// List links. guarded by the pool lock of the list's pool.
-	next, prev *Work
-	list       *workList // the list it is on: pool.worklist, pwq.inactive or a worker's scheduled list
-	color      uint8     // flush color of the pwq at insertion
-	queuedAt   int64     // ns, monotonic, when inserted (for latency stats)
+	// List links. guarded by the pool lock of the list's pool. The list
+	// it is on (node.List()): pool.worklist, pwq.inactive or a worker's
+	// scheduled list.
+	node     ilist.Node[Work]
+	color    uint8 // flush color of the pwq at insertion
+	queuedAt int64 // ns, monotonic, when inserted (for latency stats)
 
 	mu         sync.Mutex    // guards the fields below
 	cancelers  int           // guarded by mu: CancelSync/DisableSync calls holding the item (CANCELING)
@@ -558,61 +560,19 @@ func (w *Work) Enable() bool {
 // Disabled reports whether the disable count is above zero.
 func (w *Work) Disabled() bool { return w.state.Load()&stDisableMask != 0 }
 
-// workList is an intrusive doubly-linked list of work items; it never
-// allocates. guarded by the owning pool's mu.
-type workList struct {
-	head, tail *Work
-	n          int
-}
+// workList is an intrusive doubly-linked list of work items
+// (internal/ilist); it never allocates. guarded by the owning pool's mu.
+// The methods keep the names the pool code uses.
+type workList ilist.List[Work]
 
-func (l *workList) empty() bool { return l.head == nil }
+func (l *workList) il() *ilist.List[Work] { return (*ilist.List[Work])(l) }
 
-func (l *workList) pushBack(w *Work) {
-	w.list = l
-	w.next = nil
-	w.prev = l.tail
-	if l.tail != nil {
-		l.tail.next = w
-	} else {
-		l.head = w
-	}
-	l.tail = w
-	l.n++
-}
-
-func (l *workList) pushFront(w *Work) {
-	w.list = l
-	w.prev = nil
-	w.next = l.head
-	if l.head != nil {
-		l.head.prev = w
-	} else {
-		l.tail = w
-	}
-	l.head = w
-	l.n++
-}
-
-func (l *workList) remove(w *Work) {
-	if w.prev != nil {
-		w.prev.next = w.next
-	} else {
-		l.head = w.next
-	}
-	if w.next != nil {
-		w.next.prev = w.prev
-	} else {
-		l.tail = w.prev
-	}
-	w.next, w.prev = nil, nil
-	w.list = nil
-	l.n--
-}
-
-func (l *workList) popFront() *Work {
-	w := l.head
-	if w != nil {
-		l.remove(w)
-	}
-	return w
-}
+func (l *workList) empty() bool       { return l.il().Empty() }
+func (l *workList) len() int          { return l.il().Len() }
+func (l *workList) head() *Work       { return l.il().Front() }
+func (l *workList) pushBack(w *Work)  { l.il().PushBack(&w.node, w) }
+func (l *workList) pushFront(w *Work) { l.il().PushFront(&w.node, w) }
+func (l *workList) remove(w *Work)    { l.il().Remove(&w.node) }
+func (l *workList) popFront() *Work   { return l.il().PopFront() }
+func (w *Work) list() *workList       { return (*workList)(w.node.List()) }
+func (w *Work) next() *Work           { return w.node.Next() }

@@ -100,16 +100,12 @@ const (
 
 // workers maps the tid of every live worker thread (and rescuer) to its
 // worker, for isChained.
-var workers sync.Map // int -> *worker
+var workers sched.ByThread[*worker]
 
 // selfWorker returns the worker whose thread the caller runs on, or nil.
 func selfWorker() *worker {
-	v, ok := workers.Load(sched.Gettid())
-	if !ok {
-		return nil
-	}
-	wk := v.(*worker)
-	if !wk.onSelf() {
+	wk, ok := workers.Self()
+	if !ok || !wk.onSelf() {
 		return nil
 	}
 	return wk
@@ -129,15 +125,13 @@ func (wk *worker) setIdentity(tid int) {
 	wk.token = sched.ThreadToken()
 	wk.tid = tid
 	wk.self.Store(int32(tid))
-	workers.Store(tid, wk)
+	workers.Enter(wk)
 }
 
 // clearIdentity forgets wk's thread. For a pool worker it is called with
 // pool.mu held, before the goroutine exits (the thread dies after).
 func (wk *worker) clearIdentity() {
-	if wk.tid != 0 {
-		workers.CompareAndDelete(wk.tid, wk)
-	}
+	workers.Leave(wk.tid, wk)
 	wk.tid = 0
 	wk.self.Store(0)
 }
@@ -191,18 +185,16 @@ func (wk *worker) main() {
 // it (Stats().ClassError) and reports it once. Any other failure fails
 // the creation.
 func (wk *worker) setup(p *pool) error {
-	_ = sched.SetName(wk.name)
 	p.mu.Lock()
 	cpus := p.cpus
 	p.mu.Unlock()
-	if len(cpus) > 0 {
-		if err := sched.SetAffinity(0, cpus); err != nil {
-			return err
-		}
-	}
 	c := p.key.class
 	attr := sched.Attr{Policy: c.policy, Priority: c.prio, Nice: c.nice}
-	err := sched.SetAttr(0, attr)
+	r := sched.ThreadSetup{Name: wk.name, CPUs: cpus, Attr: attr}.Apply()
+	if r.Affinity != nil {
+		return r.Affinity
+	}
+	err := r.Class
 	if err == nil {
 		return nil
 	}
@@ -470,7 +462,7 @@ func (wk *worker) runItem(w *Work, fn func(), pq *pwq) {
 	if r, stack, panicked := callFn(fn); panicked {
 		pq.stats.panics.Add(1)
 		pi := PanicInfo{Workqueue: pq.wq.name, Func: w.Func(), Value: r, Stack: stack, Worker: wk.name}
-		reportPanic(pi)
+		pq.wq.reportPanic(pi)
 	}
 	wk.endItem(w, pq, t)
 }

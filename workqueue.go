@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,11 +40,13 @@ type Workqueue struct {
 	allPwqs        []*pwq                   // guarded by mu: every pwq ever installed (flush, drain, stats)
 	lims           []*activeLimit           // guarded by mu: per CPU (per-CPU) or per node (unbound)
 	maxActive      atomic.Int32
-	attrs          queueAttrs // guarded by mu
-	rescuer        *rescuer   // immutable after Alloc
-	retired        pwqStats   // counters of released pwqs (atomic)
-	fellBack       bool       // immutable after Alloc: got a lower class than asked
-	fallbackReason string     // immutable after Alloc: why fellBack (the first blocker)
+	attrs          queueAttrs                     // guarded by mu
+	rescuer        *rescuer                       // immutable after Alloc
+	retired        pwqStats                       // counters of released pwqs (atomic)
+	fellBack       bool                           // immutable after Alloc: got a lower class than asked
+	fallbackReason string                         // immutable after Alloc: why fellBack (the first blocker)
+	panicHandler   func(PanicInfo)                // immutable after Alloc: WithPanicHandler, nil for the process-wide one
+	errorHandler   func(op, fn string, err error) // immutable after Alloc: WithErrorHandler, nil for the process-wide one
 
 	// Armed delayed items (Destroy cancels them). timerMu is a leaf lock,
 	// taken after Work.mu.
@@ -133,7 +136,8 @@ func alloc(name string, flags Flags, maxActive int, opts []Option) (*Workqueue, 
 	if flags&PowerEfficient != 0 && powerEfficient.Load() && flags&PerCPU == 0 {
 		flags |= Unbound
 	}
-	q := &Workqueue{name: name, flags: flags, unbound: flags&Unbound != 0, ordered: flags&flagOrdered != 0}
+	q := &Workqueue{name: name, flags: flags, unbound: flags&Unbound != 0, ordered: flags&flagOrdered != 0,
+		panicHandler: o.panicHandler, errorHandler: o.errorHandler}
 	if maxActive == 0 {
 		maxActive = DefaultMaxActive
 	}
@@ -194,7 +198,9 @@ func alloc(name string, flags Flags, maxActive int, opts []Option) (*Workqueue, 
 type Option func(*options)
 
 type options struct {
-	fallback bool
+	fallback     bool
+	panicHandler func(PanicInfo)
+	errorHandler func(op, fn string, err error)
 }
 
 // AllowRTFallback makes Alloc of an RT queue fall back to the HighPri class
@@ -204,12 +210,69 @@ type options struct {
 // -20, which then falls back to nice 0.
 func AllowRTFallback() Option { return func(o *options) { o.fallback = true } }
 
+// WithPanicHandler gives the queue its own panic handler: panics of work
+// functions run from this queue call h, as SetPanicHandler describes,
+// instead of the process-wide handler. nil (the default) means the
+// process-wide one (SetPanicHandler, or its slog default). So that two
+// libraries in one program each see their own panics.
+func WithPanicHandler(h func(PanicInfo)) Option {
+	return func(o *options) { o.panicHandler = h }
+}
+
+// WithErrorHandler gives the queue its own error handler: usage errors of
+// operations on this queue (queueing on it, QueueDelayed, ModDelayed,
+// Flush, Drain, Destroy) call h, as SetErrorHandler describes, instead of
+// the process-wide handler. nil (the default) means the process-wide one
+// (SetErrorHandler, or its slog default). Errors of operations on an item
+// alone (Work.Flush, Work.Cancel, ...) and of the shared worker pools
+// still go to the process-wide handler.
+func WithErrorHandler(h func(op, fn string, err error)) Option {
+	return func(o *options) { o.errorHandler = h }
+}
+
 // Name returns the queue's name.
 func (q *Workqueue) Name() string { return q.name }
 
 // Flags returns the queue's flags, as given to Alloc (after a permitted
 // fallback, RT is replaced by HighPri).
 func (q *Workqueue) Flags() Flags { return q.flags }
+
+// QueueType is the kind of queue, by the pools its items run on: the TYPE
+// column of the kernel's tools/workqueue/wq_dump.py.
+type QueueType uint8
+
+const (
+	TypePerCPU  QueueType = iota // per-CPU pools (Alloc without Unbound)
+	TypeUnbound                  // unbound pools, per pod (Alloc with Unbound)
+	TypeOrdered                  // an ordered queue (AllocOrdered): unbound, one item at a time
+)
+
+// String returns "percpu", "unbound" or "ordered", as wq_dump.py prints
+// the type.
+func (t QueueType) String() string {
+	switch t {
+	case TypePerCPU:
+		return "percpu"
+	case TypeUnbound:
+		return "unbound"
+	case TypeOrdered:
+		return "ordered"
+	}
+	return "QueueType(" + strconv.Itoa(int(t)) + ")"
+}
+
+// Type returns the queue's type, fixed at Alloc: TypeOrdered for a queue
+// from AllocOrdered, TypeUnbound for other unbound queues (also a
+// PowerEfficient queue made unbound), TypePerCPU otherwise. Never blocks.
+func (q *Workqueue) Type() QueueType {
+	switch {
+	case q.ordered:
+		return TypeOrdered
+	case q.unbound:
+		return TypeUnbound
+	}
+	return TypePerCPU
+}
 
 // installTable builds the CPU -> pwq table for the current attributes and
 // topology and installs it. Old pwqs keep their items, which run to
@@ -418,7 +481,7 @@ func (q *Workqueue) QueueOn(cpu int, w *Work) bool {
 		return false
 	}
 	if cpu < 0 || cpu >= len(q.table.Load().cpu) {
-		reportError("queue_work_on", w.Func(), fmt.Errorf("%w: %d", ErrInvalidCPU, cpu))
+		q.reportError("queue_work_on", w.Func(), fmt.Errorf("%w: %d", ErrInvalidCPU, cpu))
 		return false
 	}
 	return q.queueOn(cpu, w)
@@ -431,7 +494,7 @@ func (q *Workqueue) QueueNode(node int, w *Work) bool {
 	topo := currentTopology()
 	cpus := nodeCPUs(topo, node)
 	if cpus.IsEmpty() {
-		reportError("queue_work_node", w.Func(), fmt.Errorf("%w: node %d has no online CPU", ErrInvalidArgument, node))
+		q.reportError("queue_work_node", w.Func(), fmt.Errorf("%w: node %d has no online CPU", ErrInvalidArgument, node))
 		return false
 	}
 	cpu := currentCPU()
@@ -443,7 +506,7 @@ func (q *Workqueue) QueueNode(node int, w *Work) bool {
 
 func (q *Workqueue) queueOn(cpu int, w *Work) bool {
 	if w.fn == nil {
-		reportError("queue_work_on", "", ErrNoFunc)
+		q.reportError("queue_work_on", "", ErrNoFunc)
 		return false
 	}
 	if q.destroyed.Load() {
@@ -477,7 +540,7 @@ func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, fromTimer bool) bool {
 		if q.destroyed.Load() {
 			q.reportDestroyed(w)
 		} else {
-			reportError("queue_work_on", w.Func(), fmt.Errorf("%w: %s", ErrDraining, q.name))
+			q.reportError("queue_work_on", w.Func(), fmt.Errorf("%w: %s", ErrDraining, q.name))
 		}
 		w.markCancelled()
 		w.release()
@@ -579,7 +642,7 @@ func (q *Workqueue) pickPwq(reqCPU int, w *Work) (*pwq, int) {
 
 func (q *Workqueue) reportDestroyed(w *Work) {
 	if q.reported.CompareAndSwap(false, true) {
-		reportError("queue_work_on", w.Func(), fmt.Errorf("%w: %s", ErrDestroyed, q.name))
+		q.reportError("queue_work_on", w.Func(), fmt.Errorf("%w: %s", ErrDestroyed, q.name))
 	}
 }
 
@@ -613,7 +676,7 @@ func (q *Workqueue) QueueDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bo
 		return false
 	}
 	if cpu < 0 || cpu >= len(q.table.Load().cpu) {
-		reportError("queue_delayed_work_on", dw.Func(), fmt.Errorf("%w: %d", ErrInvalidCPU, cpu))
+		q.reportError("queue_delayed_work_on", dw.Func(), fmt.Errorf("%w: %d", ErrInvalidCPU, cpu))
 		return false
 	}
 	return q.queueDelayedOn(cpu, dw, d)
@@ -621,7 +684,7 @@ func (q *Workqueue) QueueDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bo
 
 func (q *Workqueue) queueDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bool {
 	if dw.fn == nil || dw.timer == nil {
-		reportError("queue_delayed_work_on", "", ErrNoFunc)
+		q.reportError("queue_delayed_work_on", "", ErrNoFunc)
 		return false
 	}
 	if q.destroyed.Load() {
@@ -652,7 +715,7 @@ func (q *Workqueue) ModDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bool
 		return false
 	}
 	if cpu < 0 || cpu >= len(q.table.Load().cpu) {
-		reportError("mod_delayed_work_on", dw.Func(), fmt.Errorf("%w: %d", ErrInvalidCPU, cpu))
+		q.reportError("mod_delayed_work_on", dw.Func(), fmt.Errorf("%w: %d", ErrInvalidCPU, cpu))
 		return false
 	}
 	return q.modDelayedOn(cpu, dw, d)
@@ -660,7 +723,7 @@ func (q *Workqueue) ModDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bool
 
 func (q *Workqueue) modDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bool {
 	if dw.fn == nil || dw.timer == nil {
-		reportError("mod_delayed_work_on", "", ErrNoFunc)
+		q.reportError("mod_delayed_work_on", "", ErrNoFunc)
 		return false
 	}
 	if q.destroyed.Load() {
@@ -672,7 +735,7 @@ func (q *Workqueue) modDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bool
 	case grabHeld:
 		return true
 	case grabSelf:
-		reportError("mod_delayed_work_on", dw.Func(), ErrDeadlock)
+		q.reportError("mod_delayed_work_on", dw.Func(), ErrDeadlock)
 		return false
 	}
 	was := r == grabPending
@@ -698,7 +761,7 @@ func (q *Workqueue) Flush() { _ = q.FlushContext(context.Background()) }
 func (q *Workqueue) FlushContext(ctx context.Context) error {
 	if q.isChained() {
 		// An item waiting for its own color to drain would wait forever.
-		reportError("flush_workqueue", q.name, ErrDeadlock)
+		q.reportError("flush_workqueue", q.name, ErrDeadlock)
 		return ErrDeadlock
 	}
 	q.flushMu.Lock()
@@ -771,7 +834,7 @@ func (q *Workqueue) Drain() { _ = q.DrainContext(context.Background()) }
 // DrainContext is Drain bounded by ctx.
 func (q *Workqueue) DrainContext(ctx context.Context) error {
 	if q.isChained() {
-		reportError("drain_workqueue", q.name, ErrDeadlock)
+		q.reportError("drain_workqueue", q.name, ErrDeadlock)
 		return ErrDeadlock
 	}
 	q.draining.Add(1)
@@ -805,7 +868,7 @@ func (q *Workqueue) drainLoop(ctx context.Context) error {
 // Mirrors destroy_workqueue().
 func (q *Workqueue) Destroy() {
 	if q.isChained() {
-		reportError("destroy_workqueue", q.name, ErrDeadlock)
+		q.reportError("destroy_workqueue", q.name, ErrDeadlock)
 		return
 	}
 	q.destroyMu.Lock()
@@ -852,7 +915,7 @@ func (q *Workqueue) Destroy() {
 		}
 	}
 	if len(cancelled) > 0 {
-		reportError("destroy_workqueue", q.name, fmt.Errorf("%w: %s: %d armed item(s) cancelled: %s",
+		q.reportError("destroy_workqueue", q.name, fmt.Errorf("%w: %s: %d armed item(s) cancelled: %s",
 			ErrDelayedPending, q.name, len(cancelled), strings.Join(cancelled, ", ")))
 	}
 }

@@ -62,20 +62,19 @@ func (wk *Worker) Class() (Class, error) {
 	return classOf(wk.applied), wk.classErr
 }
 
-// applyClassLocked gives the calling thread the worker's class (one
-// sched_setattr) and records what it runs at. When the kernel refuses,
-// the thread keeps the class it inherited, and that is recorded; for the
-// default class and a lack of privilege this is returned as warn, any
-// other failure as err (CreateWorker fails with it; a replacement thread
-// reports it and keeps serving). Called on the worker's thread with
-// attrMu held.
-func (wk *Worker) applyClassLocked() (warn, err error) {
-	err = sched.SetAttr(0, wk.attr)
-	if err == nil {
+// classAppliedLocked records the outcome of giving the calling thread the
+// worker's class (setErr: what sched_setattr returned, in
+// sched.ThreadSetup.Apply). When the kernel refused, the thread keeps
+// the class it inherited, and that is recorded; for the default class
+// and a lack of privilege this is returned as warn, any other failure as
+// err (CreateWorker fails with it; a replacement thread reports it and
+// keeps serving). Called on the worker's thread with attrMu held.
+func (wk *Worker) classAppliedLocked(setErr error) (warn, err error) {
+	if setErr == nil {
 		wk.applied, wk.classErr = wk.attr, nil
 		return nil, nil
 	}
-	err = fmt.Errorf("class %s not applied: %w", classOf(wk.attr), permErr(wk.attr, err))
+	err = fmt.Errorf("class %s not applied: %w", classOf(wk.attr), permErr(wk.attr, setErr))
 	wk.keepInheritedLocked(err)
 	if !wk.dflt || !errors.Is(err, ErrPermission) {
 		return nil, err
@@ -109,7 +108,7 @@ func reportDefaultClass(name string, err error) {
 	deliver(me, "log/slog", true, func() {
 		slog.Warn("kthread: workers keep the nice they inherit (reported once)", "worker", name, "err", err)
 	})
-	if h := errorHandler.Load(); h != nil {
-		deliver(me, "error handler", true, func() { (*h)("kthread_create_worker", name, err) })
+	if h := handlers.Error(nil); h != nil {
+		deliver(me, "error handler", true, func() { h("kthread_create_worker", name, err) })
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/gowq/wq/internal/sched"
 	"github.com/gowq/wq/internal/testutil"
 	"github.com/gowq/wq/kthread"
+	"github.com/gowq/wq/kthread/wqfallback"
 )
 
 // canSetNice reports whether a thread of this process may be given nice n
@@ -249,7 +250,7 @@ func niceChild() int {
 		check(workers[0])
 	}
 	if fb, err := wq.Alloc("kt-niced-fb", wq.Unbound, 0); err == nil {
-		if s, err := kthread.NewPerCPU("kt-niced-pcpu", fb); err != nil {
+		if s, err := kthread.NewPerCPU("kt-niced-pcpu", wqfallback.Queue(fb)); err != nil {
 			fail("NewPerCPU: %v", err)
 		} else {
 			for _, c := range s.CPUs() {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gowq/wq/kthread"
+	"github.com/gowq/wq/kthread/wqfallback"
 )
 
 // TestDestroyLeavesNothingPending: Destroy with delayed items armed (one
@@ -196,7 +197,7 @@ func TestDestroyRacingDelayedQueue(t *testing.T) {
 // set's workers are cancelled by the set's Destroy too, reported, and left
 // idle.
 func TestPerCPUDestroyArmedDelayed(t *testing.T) {
-	s, err := kthread.NewPerCPU("kt-dd-pcpu", newFallback(t, "kt-dd-pcpu-wq"))
+	s, err := kthread.NewPerCPU("kt-dd-pcpu", wqfallback.Queue(newFallback(t, "kt-dd-pcpu-wq")))
 	if err != nil {
 		t.Fatal(err)
 	}

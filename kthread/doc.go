@@ -105,13 +105,17 @@
 // (UNBOUND|HIGHPRI by default) for CPUs without a worker. Queue reads the
 // CPU -> worker table with one atomic load: the table is an immutable
 // slice replaced whole on every change, the Go shape of the seed's
-// RCU-protected array. The set subscribes to wq.OnCPUChange: when a CPU
+// RCU-protected array. The set subscribes to CPU hotplug through its
+// Fallback (kthread/wqfallback: wq.OnCPUChange): when a CPU
 // leaves, the new table is published first and the CPU's worker is then
 // destroyed on another goroutine after its queued items have run; a queue
 // that loaded the old table is refused by the retiring worker and goes to
 // the fallback, so nothing is lost. When the CPU returns a worker is
-// created again. To run on the fallback workqueue without allocating, a
-// Work embeds a wq.Work.
+// created again. Package kthread does not import wq: the fallback is a
+// Fallback, and kthread/wqfallback.Queue makes one from a wq workqueue
+// (or, given nil, allocates the set's own UNBOUND|HIGHPRI queue). A plain
+// Work carries no fallback state: what it needs on a fallback (a wq.Work)
+// is allocated the first time the item goes to one, and reused.
 //
 // # Guarantees
 //

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gowq/wq"
 	"github.com/gowq/wq/kthread"
+	"github.com/gowq/wq/kthread/wqfallback"
 )
 
 // A dedicated worker thread: queue, flush, destroy.
@@ -31,7 +32,7 @@ func ExampleCreateWorker() {
 // Seed 003's EROFS pool: a SCHED_FIFO-low worker per online CPU, with an
 // UNBOUND|HIGHPRI workqueue for CPUs that have none.
 func ExampleNewPerCPU() {
-	set, err := kthread.NewPerCPU("erofs_worker", nil, kthread.WithFIFOLow())
+	set, err := kthread.NewPerCPU("erofs_worker", wqfallback.Queue(nil), kthread.WithFIFOLow())
 	if errors.Is(err, kthread.ErrPermission) {
 		fmt.Println("no CAP_SYS_NICE:", err)
 		return

@@ -48,5 +48,5 @@ func OnFallback(w *Work) bool {
 func Queued(wk *Worker) int {
 	wk.mu.Lock()
 	defer wk.mu.Unlock()
-	return wk.worklist.n
+	return wk.worklist.Len()
 }

@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime/debug"
-	"sync/atomic"
 
-	"github.com/gowq/wq/internal/sched"
+	"github.com/gowq/wq/internal/report"
 )
 
 // Errors. All are matched with errors.Is.
@@ -67,10 +65,8 @@ func (p PanicInfo) Error() string {
 	return fmt.Sprintf("kthread: work function %s on %s panicked: %v", p.Func, p.Worker, p.Value)
 }
 
-var (
-	panicHandler atomic.Pointer[func(PanicInfo)]
-	errorHandler atomic.Pointer[func(op, fn string, err error)]
-)
+// handlers are the process-wide panic and error handlers.
+var handlers report.Handlers[PanicInfo]
 
 // SetPanicHandler sets the function called when a work function panics;
 // nil restores the default, which logs the worker, the function, the
@@ -87,18 +83,12 @@ var (
 // the worker from the handler return ErrDeadlock instead of hanging. Safe
 // from any goroutine; the handler should not block (it delays every item
 // behind it).
-func SetPanicHandler(h func(PanicInfo)) {
-	if h == nil {
-		panicHandler.Store(nil)
-		return
-	}
-	panicHandler.Store(&h)
-}
+func SetPanicHandler(h func(PanicInfo)) { handlers.SetPanic(h) }
 
 func reportPanic(pi PanicInfo) {
 	me := whoAmI()
-	if h := panicHandler.Load(); h != nil {
-		deliver(me, "panic handler", false, func() { (*h)(pi) })
+	if h := handlers.Panic(nil); h != nil {
+		deliver(me, "panic handler", false, func() { h(pi) })
 		return
 	}
 	deliver(me, "log/slog", false, func() {
@@ -121,13 +111,7 @@ func reportPanic(pi PanicInfo) {
 // for, contained as the panic handler is (see SetPanicHandler), also when
 // the caller is not a worker. Safe from any goroutine; the handler must
 // not block.
-func SetErrorHandler(h func(op, fn string, err error)) {
-	if h == nil {
-		errorHandler.Store(nil)
-		return
-	}
-	errorHandler.Store(&h)
-}
+func SetErrorHandler(h func(op, fn string, err error)) { handlers.SetError(h) }
 
 func reportError(op, fn string, err error) {
 	me := whoAmI()
@@ -137,8 +121,8 @@ func reportError(op, fn string, err error) {
 		fmt.Fprintf(os.Stderr, "kthread: %s failed (function %s): %v (caused by the error handler; not delivered to it)\n", op, fn, err)
 		return
 	}
-	if h := errorHandler.Load(); h != nil {
-		deliver(me, "error handler", true, func() { (*h)(op, fn, err) })
+	if h := handlers.Error(nil); h != nil {
+		deliver(me, "error handler", true, func() { h(op, fn, err) })
 		return
 	}
 	deliver(me, "log/slog", true, func() { slog.Warn("kthread: "+op+" failed", "function", fn, "err", err) })
@@ -155,19 +139,10 @@ func reportError(op, fn string, err error) {
 // error handler (see reportError). Costs a goroutine and a few us
 // (sched.GoroutineState); used on error paths only.
 func deliver(me actor, what string, errorHandler bool, fn func()) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if g, _, ok := sched.GoroutineState(); ok {
-			actors.Store(g, actor{wk: me.wk, errorHandler: errorHandler})
-			defer actors.Delete(g)
-		}
-		defer func() {
-			if r := recover(); r != nil {
-				fmt.Fprintf(os.Stderr, "kthread: %s panicked (recovered): %v\n%s", what, r, debug.Stack())
-			}
-		}()
+	report.Contained(func() {
+		defer actors.Enter(actor{wk: me.wk, errorHandler: errorHandler})()
 		fn()
-	}()
-	<-done
+	}, func(r any, stack []byte) {
+		fmt.Fprintf(os.Stderr, "kthread: %s panicked (recovered): %v\n%s", what, r, stack)
+	})
 }

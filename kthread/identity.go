@@ -1,10 +1,6 @@
 package kthread
 
-import (
-	"sync"
-
-	"github.com/gowq/wq/internal/sched"
-)
+import "github.com/gowq/wq/internal/sched"
 
 // Identity: "does the caller act for this worker?" decides whether a wait
 // would wait for the caller itself (FlushWork, CancelWorkSync,
@@ -20,8 +16,8 @@ import (
 
 // actors maps the id of each worker loop goroutine, and of each helper
 // goroutine running a user callback (deliver), to an actor. Entries live
-// from the goroutine's start until it exits. sync.Map: int64 -> actor.
-var actors sync.Map
+// from the goroutine's start until it exits.
+var actors sched.ByGoroutine[actor]
 
 // actor is what a goroutine in actors is.
 type actor struct {
@@ -34,16 +30,7 @@ type actor struct {
 // whoAmI returns the calling goroutine's entry in actors (zero if none).
 // It costs a few us (sched.GoroutineState formats a traceback); it is
 // called only on paths that are about to block or to report an error.
-func whoAmI() actor {
-	g, _, ok := sched.GoroutineState()
-	if !ok {
-		return actor{}
-	}
-	if v, ok := actors.Load(g); ok {
-		return v.(actor)
-	}
-	return actor{}
-}
+func whoAmI() actor { return actors.Self() }
 
 // actingFor returns the worker the calling goroutine acts for, or nil.
 func actingFor() *Worker { return whoAmI().wk }

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/gowq/wq"
 	"github.com/gowq/wq/internal/sched"
 )
 
@@ -23,34 +22,81 @@ import (
 // that worker and goes to the fallback workqueue, so no grace period is
 // needed and nothing is lost.
 type PerCPU struct {
-	name        string
-	opts        []Option
-	fallback    *wq.Workqueue // immutable
-	ownFallback bool          // the set allocated fallback and destroys it
-	fbOwner     *Worker       // owner of items queued on fallback; no thread
+	name     string
+	opts     []Option
+	fallback Fallback // immutable
+	fbOwner  *Worker  // owner of items queued on fallback; no thread
 
 	workers atomic.Pointer[[]*Worker] // atomic: immutable table indexed by CPU, nil entries for CPUs without a worker
 
 	mu        sync.Mutex     // serialises table changes (apply) and Destroy
 	destroyed atomic.Bool    // written under mu
 	retiring  sync.WaitGroup // Add under mu: workers being destroyed after their CPU left
-	cancelSub func()         // unsubscribes from wq.OnCPUChange
+	cancelSub func()         // unsubscribes from the fallback's OnCPUChange
 	reported  atomic.Bool    // ErrDestroyed reported once
 	done      chan struct{}  // closed when Destroy has finished
 }
 
+// Fallback is where a PerCPU set runs the items of CPUs that have no
+// worker, and what tells it which CPUs are online. Package
+// kthread/wqfallback provides the one gowq uses, a wq workqueue with wq's
+// CPU hotplug notifications (wqfallback.Queue); package kthread itself
+// does not depend on wq. A set calls Open once from NewPerCPU and Close
+// once from Destroy (or from a NewPerCPU that fails after Open); the
+// other methods may be called from any goroutine.
+type Fallback interface {
+	// Open prepares the fallback for the set named name (for example
+	// allocates its workqueue). An error fails NewPerCPU.
+	Open(name string) error
+	// Close releases what Open allocated; it is called after every item
+	// the set queued on workers has run.
+	Close()
+	// Name names the fallback in reports.
+	Name() string
+	// NewItem returns the state one Work needs on the fallback. It is
+	// called the first time a Work goes to a fallback, with a lock held:
+	// it must not block.
+	NewItem() FallbackItem
+	// Queue queues it (which came from NewItem and is not pending) and
+	// returns false when the fallback refuses it (destroyed). It must not
+	// block.
+	Queue(it FallbackItem) bool
+	// OnlineCPUs returns the online CPUs, in increasing order.
+	OnlineCPUs() []int
+	// OnCPUChange calls fn with the online CPUs after every change, until
+	// cancel is called.
+	OnCPUChange(fn func(online []int)) (cancel func())
+}
+
+// FallbackItem is a Work as a Fallback sees it (a wq.Work for
+// wqfallback). Init sets its function; Pending, Flush and CancelSync are
+// those of wq.Work; Idle reports that it is neither pending, nor running,
+// nor held by a CancelSync (wq.Work.Busy() == 0). An item keeps its
+// FallbackItem for life, across sets: every Fallback a Work goes to must
+// accept the items of the others (all wqfallback ones do).
+type FallbackItem interface {
+	Init(fn func())
+	Pending() bool
+	Idle() bool
+	Flush() bool
+	CancelSync() bool
+}
+
 // NewPerCPU creates a worker named name/<cpu> on every online CPU (see
 // CreateWorkerOnCPU; opts apply to each, e.g. WithFIFOLow for seed 003's
-// HIPRI variant) and subscribes to CPU hotplug (wq.OnCPUChange). Items for
-// a CPU without a worker go to fallback; if fallback is nil, the set
-// allocates its own UNBOUND|HIGHPRI workqueue named name with max_active =
-// the number of online CPUs, as seed 003 does, and destroys it in Destroy.
-// It blocks while the threads are created. Errors: ErrInvalidArgument,
-// ErrPermission (for the class of the workers, or for the HIGHPRI fallback
-// without CAP_SYS_NICE: pass a fallback of your own then), or the first
-// worker creation error; nothing is left running on error. Mirrors
-// erofs_init_percpu_workers() + erofs_cpu_hotplug_init().
-func NewPerCPU(name string, fallback *wq.Workqueue, opts ...Option) (*PerCPU, error) {
+// HIPRI variant) and subscribes to CPU hotplug (fallback.OnCPUChange).
+// Items for a CPU without a worker go to fallback:
+// wqfallback.Queue(nil) allocates the set's own UNBOUND|HIGHPRI
+// workqueue with max_active = the number of online CPUs, as seed 003
+// does, and destroys it in Destroy; wqfallback.Queue(q) uses q and leaves
+// it to its owner. It blocks while the threads are created. Errors:
+// ErrInvalidArgument (an empty name, a bad option, a nil fallback),
+// ErrPermission (for the class of the workers, or from fallback.Open, for
+// example for the HIGHPRI fallback without CAP_SYS_NICE: pass a
+// workqueue of your own then), or the first worker creation error;
+// nothing is left running on error. Mirrors erofs_init_percpu_workers() +
+// erofs_cpu_hotplug_init().
+func NewPerCPU(name string, fallback Fallback, opts ...Option) (*PerCPU, error) {
 	if name == "" {
 		return nil, fmt.Errorf("kthread: new per-CPU set: %w: empty name", ErrInvalidArgument)
 	}
@@ -58,29 +104,25 @@ func NewPerCPU(name string, fallback *wq.Workqueue, opts ...Option) (*PerCPU, er
 	if err != nil {
 		return nil, fmt.Errorf("kthread: new per-CPU set %q: %w", name, err)
 	}
+	if fallback == nil {
+		return nil, fmt.Errorf("kthread: new per-CPU set %q: %w: nil fallback (see package kthread/wqfallback)", name, ErrInvalidArgument)
+	}
 	if err := checkPrivilege(o.attr); err != nil {
 		return nil, fmt.Errorf("kthread: new per-CPU set %q: %w", name, err)
 	}
 	s := &PerCPU{name: name, opts: slices.Clone(opts), done: make(chan struct{})}
-	if fallback == nil {
-		q, err := wq.Alloc(name, wq.Unbound|wq.HighPri, max(len(wq.OnlineCPUs()), 1))
-		if err != nil {
-			if errors.Is(err, wq.ErrPermission) {
-				err = fmt.Errorf("%w: %w", ErrPermission, err)
-			}
-			return nil, fmt.Errorf("kthread: new per-CPU set %q: fallback workqueue: %w", name, err)
-		}
-		fallback, s.ownFallback = q, true
+	if err := fallback.Open(name); err != nil {
+		return nil, fmt.Errorf("kthread: new per-CPU set %q: fallback workqueue: %w", name, err)
 	}
 	s.fallback = fallback
-	s.fbOwner = &Worker{name: fallback.Name(), cpu: -1, set: s, fallback: fallback}
+	s.fbOwner = &Worker{name: fallback.Name(), cpu: -1, set: s, fallback: &fallbackQueue{f: fallback}}
 	s.workers.Store(&[]*Worker{})
 	// Subscribe first, then read the online CPUs under mu: a change that
 	// happens in between is applied again by the subscriber, so none is
 	// missed (the seed's "could miss cpu{off,on}line?").
-	s.cancelSub = wq.OnCPUChange(s.apply)
+	s.cancelSub = fallback.OnCPUChange(s.apply)
 	s.mu.Lock()
-	err, _ = s.applyLocked(wq.OnlineCPUs(), true)
+	err, _ = s.applyLocked(fallback.OnlineCPUs(), true)
 	s.mu.Unlock()
 	if err != nil {
 		_ = s.Destroy()
@@ -169,7 +211,8 @@ func (s *PerCPU) applyLocked(online []int, strict bool) (first error, errs []err
 // itself. It returns false and reports to the error handler when w has no
 // function (ErrNoFunc), is busy on a worker outside the set
 // (ErrOtherWorker), or the set is destroyed (ErrDestroyed, once). It never
-// blocks beyond short locks and makes no allocation. Mirrors seed 003's
+// blocks beyond short locks and makes no allocation, except once per item:
+// the first time w goes to a fallback workqueue. Mirrors seed 003's
 // z_erofs_decompress_kickoff: rcu_dereference of the CPU's worker, then
 // kthread_queue_work() or queue_work() on the fallback.
 func (s *PerCPU) Queue(cpu int, w *Work) bool {
@@ -243,9 +286,9 @@ func (s *PerCPU) CPUs() []int {
 	return out
 }
 
-// Fallback returns the workqueue that runs items for CPUs without a
-// worker.
-func (s *PerCPU) Fallback() *wq.Workqueue { return s.fallback }
+// Fallback returns what runs items for CPUs without a worker, as given to
+// NewPerCPU (wqfallback.Workqueue returns its workqueue).
+func (s *PerCPU) Fallback() Fallback { return s.fallback }
 
 // FlushWork waits until the last queueing of w, on whichever worker of the
 // set or on the fallback, has finished. It returns true if it waited.
@@ -261,8 +304,9 @@ func (s *PerCPU) CancelWorkSync(w *Work) bool { return cancelSync("kthread_cance
 
 // Destroy unsubscribes from hotplug, destroys every worker after its
 // queued items have run (including workers being retired after a hotplug
-// event), and then destroys the fallback workqueue if the set allocated
-// it (a fallback passed to NewPerCPU is left to its owner). Afterwards
+// event), and then closes the fallback (Fallback.Close: wqfallback
+// destroys a workqueue it allocated and leaves one passed to it to its
+// owner). Afterwards
 // Queue returns false and reports ErrDestroyed once. It returns the
 // workers' Destroy errors joined (ErrDelayedPending when delayed work
 // queued directly on a worker was still armed), nil otherwise; a second
@@ -296,9 +340,42 @@ func (s *PerCPU) Destroy() error {
 		}
 	}
 	s.retiring.Wait()
-	if s.ownFallback {
-		s.fallback.Destroy()
-	}
+	s.fallback.Close()
 	close(s.done)
 	return errors.Join(errs...)
 }
+
+// fallbackQueue is a PerCPU set's Fallback as the worker code sees it:
+// the fallback owner (a Worker without a thread) runs its items there.
+type fallbackQueue struct{ f Fallback }
+
+// fallbackWork is a Work's state on a fallback (Fallback.NewItem).
+type fallbackWork = FallbackItem
+
+// insertLocked queues w on the fallback, getting w's fallback state the
+// first time. Called with the fallback owner's mu held
+// (Worker.insertLocked).
+func (f *fallbackQueue) insertLocked(w *Work) result {
+	if w.fb == nil {
+		w.fb = f.f.NewItem()
+		w.fb.Init(w.fn)
+	}
+	if w.fb.Pending() {
+		return busy
+	}
+	if f.f.Queue(w.fb) {
+		return queued
+	}
+	return refused
+}
+
+// pending, idle, flush and cancelSync are Work.Pending, idleLocked,
+// flushWork and cancelSync for an item owned by the fallback owner; w.fb
+// may still be nil (attached, not yet inserted).
+func (f *fallbackQueue) pending(w *Work) bool { return w.fb != nil && w.fb.Pending() }
+
+func (f *fallbackQueue) idle(w *Work) bool { return w.fb == nil || w.fb.Idle() }
+
+func (f *fallbackQueue) flush(w *Work) bool { return w.fb != nil && w.fb.Flush() }
+
+func (f *fallbackQueue) cancelSync(w *Work) bool { return w.fb != nil && w.fb.CancelSync() }

@@ -11,6 +11,7 @@ import (
 	"github.com/gowq/wq"
 	"github.com/gowq/wq/internal/sched"
 	"github.com/gowq/wq/kthread"
+	"github.com/gowq/wq/kthread/wqfallback"
 )
 
 // newFallback allocates an ordinary unbound workqueue (no privilege
@@ -27,7 +28,7 @@ func newFallback(t *testing.T, name string) *wq.Workqueue {
 
 func newPerCPU(t *testing.T, name string, fb *wq.Workqueue, opts ...kthread.Option) *kthread.PerCPU {
 	t.Helper()
-	s, err := kthread.NewPerCPU(name, fb, opts...)
+	s, err := kthread.NewPerCPU(name, wqfallback.Queue(fb), opts...)
 	if err != nil {
 		t.Fatalf("NewPerCPU(%q): %v", name, err)
 	}
@@ -52,8 +53,8 @@ func TestPerCPUOneWorkerPerCPU(t *testing.T) {
 	var s *kthread.PerCPU
 	if sched.CheckNice(-20) == nil {
 		s = newPerCPU(t, "kt-pcpu", nil) // its own UNBOUND|HIGHPRI fallback
-		if f := s.Fallback(); f == nil || f.Flags()&(wq.Unbound|wq.HighPri) != wq.Unbound|wq.HighPri {
-			t.Errorf("default fallback flags %v, want UNBOUND|HIGHPRI", f.Flags())
+		if f := wqfallback.Workqueue(s.Fallback()); f == nil || f.Flags()&(wq.Unbound|wq.HighPri) != wq.Unbound|wq.HighPri {
+			t.Errorf("default fallback %v, want an UNBOUND|HIGHPRI workqueue", f)
 		}
 	} else {
 		s = newPerCPU(t, "kt-pcpu", newFallback(t, "kt-pcpu-fb"))
@@ -257,7 +258,7 @@ func TestPerCPUFIFOLow(t *testing.T) {
 
 func TestPerCPUDestroy(t *testing.T) {
 	errs := captureErrors(t)
-	s, err := kthread.NewPerCPU("kt-pdes", newFallback(t, "kt-pdes-wq"))
+	s, err := kthread.NewPerCPU("kt-pdes", wqfallback.Queue(newFallback(t, "kt-pdes-wq")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,8 +290,11 @@ func TestPerCPUDestroy(t *testing.T) {
 	if err := s.Destroy(); err != nil {
 		t.Errorf("second Destroy = %v", err)
 	}
-	if _, err := kthread.NewPerCPU("", nil); !errors.Is(err, kthread.ErrInvalidArgument) {
+	if _, err := kthread.NewPerCPU("", wqfallback.Queue(nil)); !errors.Is(err, kthread.ErrInvalidArgument) {
 		t.Errorf("NewPerCPU(\"\") = %v", err)
+	}
+	if _, err := kthread.NewPerCPU("kt-pdes-nil", nil); !errors.Is(err, kthread.ErrInvalidArgument) {
+		t.Errorf("NewPerCPU with a nil fallback = %v, want ErrInvalidArgument", err)
 	}
 }
 

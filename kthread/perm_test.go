@@ -13,6 +13,7 @@ import (
 	"github.com/gowq/wq"
 	"github.com/gowq/wq/internal/sched"
 	"github.com/gowq/wq/kthread"
+	"github.com/gowq/wq/kthread/wqfallback"
 )
 
 const permChildEnv = "KTHREAD_TEST_PERM_CHILD"
@@ -70,8 +71,8 @@ func checkRefused() []string {
 	}
 	_ = wk.Destroy()
 	// PerCPU: the default HIGHPRI fallback and the FIFO-low workers.
-	s, err := kthread.NewPerCPU("kt-perm", nil)
-	expectPerm("NewPerCPU(nil fallback)", err)
+	s, err := kthread.NewPerCPU("kt-perm", wqfallback.Queue(nil))
+	expectPerm("NewPerCPU(wqfallback.Queue(nil))", err)
 	if s != nil {
 		_ = s.Destroy()
 	}
@@ -79,7 +80,7 @@ func checkRefused() []string {
 	if err != nil {
 		return append(fails, "wq.Alloc: "+err.Error())
 	}
-	s, err = kthread.NewPerCPU("kt-perm", fb, kthread.WithFIFOLow())
+	s, err = kthread.NewPerCPU("kt-perm", wqfallback.Queue(fb), kthread.WithFIFOLow())
 	expectPerm("NewPerCPU(WithFIFOLow)", err)
 	if s != nil {
 		_ = s.Destroy()

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/ilist"
 )
 
 // Work is a work item for a kthread Worker: a function to run later on the
@@ -21,8 +21,9 @@ import (
 // it on a second worker while it is busy on the first returns false and
 // reports ErrOtherWorker, where the kernel would WARN.
 //
-// A Work also embeds a wq.Work, so that a PerCPU set can run it on its
-// fallback workqueue when a CPU has no worker, without allocating.
+// A plain Work carries nothing of wq: the state a PerCPU set's fallback
+// workqueue needs (a wq.Work, see Fallback) is allocated the first time
+// the item goes to a fallback, and reused afterwards.
 type Work struct {
 	fn   func()
 	name atomic.Pointer[string] // cached function name, lazily set
@@ -34,17 +35,19 @@ type Work struct {
 	// the reader must lock and then recheck owner. atomic.
 	owner atomic.Pointer[Worker]
 
-	next, prev *Work     // guarded by owner.mu: list links
-	list       *workList // guarded by owner.mu: the list holding the item (worklist or delayed), nil if none: "pending"
-	canceling  int       // guarded by owner.mu: cancel_*_sync calls waiting for the running instance
-	barrier    chan struct{}
+	// node links the item on the list holding it (worklist or delayed;
+	// list() names it, nil if none: "pending"). guarded by owner.mu.
+	node      ilist.Node[Work]
+	canceling int // guarded by owner.mu: cancel_*_sync calls waiting for the running instance
+	barrier   chan struct{}
 
 	dw *DelayedWork // immutable after Init: the DelayedWork embedding this Work, or nil
 
-	// fb is the item as the fallback workqueue of a PerCPU set sees it. Its
-	// state is guarded by wq; moving the item to or from the fallback owner
-	// happens under the fallback owner's mu.
-	fb wq.Work
+	// fb is the item as the fallback workqueue of a PerCPU set sees it,
+	// nil until the item first goes to a fallback (percpu.go). Set under
+	// the fallback owner's mu and never cleared; its state is guarded by
+	// wq.
+	fb fallbackWork
 }
 
 // Init sets the function the item runs. It mirrors kthread_init_work().
@@ -53,7 +56,9 @@ type Work struct {
 func (w *Work) Init(fn func()) {
 	w.fn = fn
 	w.name.Store(nil)
-	w.fb.Init(fn)
+	if w.fb != nil {
+		w.fb.Init(fn)
+	}
 }
 
 // NewWork returns an initialised Work that runs fn. It mirrors
@@ -94,9 +99,9 @@ func (w *Work) Pending() bool {
 	}
 	defer o.mu.Unlock()
 	if o.fallback != nil {
-		return w.fb.Pending()
+		return o.fallback.pending(w)
 	}
-	return w.list != nil
+	return w.list() != nil
 }
 
 // lockOwner locks the item's current owner and returns it, or returns nil
@@ -167,12 +172,12 @@ func (dw *DelayedWork) timerFn() {
 		wk.mu.Unlock()
 		return
 	}
-	if dw.list != &wk.delayed {
+	if dw.list() != &wk.delayed {
 		wk.mu.Unlock()
 		return
 	}
-	wk.delayed.remove(&dw.Work)
-	wk.worklist.pushBack(&dw.Work)
+	wk.delayed.Remove(&dw.node)
+	wk.worklist.PushBack(&dw.node, &dw.Work)
 	wk.mu.Unlock()
 	wk.parker.Unpark()
 }
@@ -184,76 +189,12 @@ func (dw *DelayedWork) stopTimerLocked(wk *Worker) {
 	if !dw.timer.Stop() {
 		dw.stale++
 	}
-	wk.delayed.remove(&dw.Work)
+	wk.delayed.Remove(&dw.node)
 }
 
-// workList is an intrusive doubly-linked list of work items; it never
-// allocates. guarded by the owning worker's mu.
-type workList struct {
-	head, tail *Work
-	n          int
-}
+// workList is the intrusive list of work items (internal/ilist); it
+// never allocates. guarded by the owning worker's mu.
+type workList = ilist.List[Work]
 
-func (l *workList) pushBack(w *Work) {
-	w.list = l
-	w.next = nil
-	w.prev = l.tail
-	if l.tail != nil {
-		l.tail.next = w
-	} else {
-		l.head = w
-	}
-	l.tail = w
-	l.n++
-}
-
-func (l *workList) pushFront(w *Work) {
-	w.list = l
-	w.prev = nil
-	w.next = l.head
-	if l.head != nil {
-		l.head.prev = w
-	} else {
-		l.tail = w
-	}
-	l.head = w
-	l.n++
-}
-
-// insertAfter links w right after pos, which must be on l.
-func (l *workList) insertAfter(pos, w *Work) {
-	w.list = l
-	w.prev = pos
-	w.next = pos.next
-	if pos.next != nil {
-		pos.next.prev = w
-	} else {
-		l.tail = w
-	}
-	pos.next = w
-	l.n++
-}
-
-func (l *workList) remove(w *Work) {
-	if w.prev != nil {
-		w.prev.next = w.next
-	} else {
-		l.head = w.next
-	}
-	if w.next != nil {
-		w.next.prev = w.prev
-	} else {
-		l.tail = w.prev
-	}
-	w.next, w.prev = nil, nil
-	w.list = nil
-	l.n--
-}
-
-func (l *workList) popFront() *Work {
-	w := l.head
-	if w != nil {
-		l.remove(w)
-	}
-	return w
-}
+// list returns the list holding w, nil if none. Called with owner.mu held.
+func (w *Work) list() *workList { return w.node.List() }

@@ -13,7 +13,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gowq/wq"
 	"github.com/gowq/wq/internal/sched"
 )
 
@@ -126,7 +125,7 @@ type Worker struct {
 	// fallback is non-nil only for a PerCPU set's fallback owner: a
 	// Worker value without a thread whose mu guards moving items to and
 	// from the set's fallback workqueue. immutable.
-	fallback *wq.Workqueue
+	fallback *fallbackQueue
 
 	// thread is the OS thread the worker's loop goroutine owns, nil while
 	// it owns none (while a replacement thread starts, and after the
@@ -216,10 +215,7 @@ func create(cpu int, name string, set *PerCPU, opts []Option) (*Worker, error) {
 // errc receives the setup result for the first thread; it is nil for a
 // thread that replaces one lost to runtime.Goexit or to an escape.
 func (wk *Worker) threadMain(errc chan<- error) {
-	if g, _, ok := sched.GoroutineState(); ok {
-		actors.Store(g, actor{wk: wk})
-		defer actors.Delete(g)
-	}
+	defer actors.Enter(actor{wk: wk})()
 	th := &thread{tid: sched.Gettid()}
 	stopped := false
 	defer func() {
@@ -273,16 +269,19 @@ func (wk *Worker) releaseThread(th *thread) {
 // applied, for the caller to report once attrMu is unlocked. Called on
 // the worker's thread with attrMu held.
 func (wk *Worker) setupLocked() (warn, err error) {
-	err = sched.SetName(wk.name)
+	var cpus []int
 	if wk.cpu >= 0 {
-		if e := sched.SetAffinity(0, []int{wk.cpu}); e != nil && err == nil {
-			err = e
-			if errors.Is(e, unix.EINVAL) {
-				err = fmt.Errorf("%w: CPU %d: %w", ErrInvalidCPU, wk.cpu, e)
-			}
+		cpus = []int{wk.cpu}
+	}
+	r := sched.ThreadSetup{Name: wk.name, CPUs: cpus, Attr: wk.attr}.Apply()
+	err = r.Name
+	if e := r.Affinity; e != nil && err == nil {
+		err = e
+		if errors.Is(e, unix.EINVAL) {
+			err = fmt.Errorf("%w: CPU %d: %w", ErrInvalidCPU, wk.cpu, e)
 		}
 	}
-	warn, e := wk.applyClassLocked()
+	warn, e := wk.classAppliedLocked(r.Class)
 	if e != nil && err == nil {
 		err = e
 	}
@@ -306,7 +305,7 @@ func (wk *Worker) loop(th *thread) bool {
 	wk.mu.Lock()
 	for {
 		wk.current = nil
-		w := wk.worklist.popFront()
+		w := wk.worklist.PopFront()
 		if w == nil {
 			if wk.dying {
 				wk.exited = true
@@ -492,9 +491,9 @@ func (wk *Worker) attach(w *Work) *Worker {
 // running, nor being cancelled. Called with wk.mu held.
 func (wk *Worker) idleLocked(w *Work) bool {
 	if wk.fallback != nil {
-		return w.fb.Busy() == 0
+		return wk.fallback.idle(w)
 	}
-	return w.list == nil && w.canceling == 0 && wk.current != w
+	return w.list() == nil && w.canceling == 0 && wk.current != w
 }
 
 // insertLocked queues w, owned by wk, at the tail of the worklist. A dying
@@ -504,21 +503,15 @@ func (wk *Worker) idleLocked(w *Work) bool {
 // wk.mu held.
 func (wk *Worker) insertLocked(w *Work, chainAny bool) result {
 	if wk.fallback != nil {
-		if w.fb.Pending() {
-			return busy
-		}
-		if wk.fallback.Queue(&w.fb) {
-			return queued
-		}
-		return refused
+		return wk.fallback.insertLocked(w)
 	}
-	if w.list != nil || w.canceling > 0 {
+	if w.list() != nil || w.canceling > 0 {
 		return busy // queuing_blocked(); a pending item runs before a dying worker exits
 	}
 	if wk.dying && (wk.current != w || !(chainAny || wk.self())) {
 		return refused
 	}
-	wk.worklist.pushBack(w)
+	wk.worklist.PushBack(&w.node, w)
 	return queued
 }
 
@@ -614,7 +607,7 @@ func (wk *Worker) QueueDelayedWork(dw *DelayedWork, d time.Duration) bool {
 		wk.mu.Unlock()
 		return wk.finish(op, w, refused, nil)
 	}
-	if w.list != nil || w.canceling > 0 {
+	if w.list() != nil || w.canceling > 0 {
 		wk.mu.Unlock()
 		return false
 	}
@@ -630,10 +623,10 @@ func (wk *Worker) QueueDelayedWork(dw *DelayedWork, d time.Duration) bool {
 // Mirrors __kthread_queue_delayed_work().
 func (wk *Worker) armLocked(dw *DelayedWork, d time.Duration) {
 	if d <= 0 {
-		wk.worklist.pushBack(&dw.Work)
+		wk.worklist.PushBack(&dw.node, &dw.Work)
 		return
 	}
-	wk.delayed.pushBack(&dw.Work)
+	wk.delayed.PushBack(&dw.node, &dw.Work)
 	dw.timer.Reset(d)
 }
 
@@ -663,12 +656,12 @@ func (wk *Worker) ModDelayedWork(dw *DelayedWork, d time.Duration) bool {
 		return true
 	}
 	was := false
-	switch w.list {
+	switch w.list() {
 	case &wk.delayed:
 		dw.stopTimerLocked(wk)
 		was = true
 	case &wk.worklist:
-		wk.worklist.remove(w)
+		wk.worklist.Remove(&w.node)
 		was = true
 	}
 	wk.armLocked(dw, d)
@@ -709,10 +702,10 @@ func flushWork(w *Work) bool {
 	}
 	if o.fallback != nil {
 		o.mu.Unlock()
-		return w.fb.Flush()
+		return o.fallback.flush(w)
 	}
 	running := o.current == w
-	if w.list == nil && !running {
+	if w.list() == nil && !running {
 		o.mu.Unlock()
 		return false
 	}
@@ -721,15 +714,15 @@ func flushWork(w *Work) bool {
 		reportError("kthread_flush_work", w.Func(), ErrDeadlock)
 		return false
 	}
-	if w.list == &o.delayed {
+	if w.list() == &o.delayed {
 		w.dw.stopTimerLocked(o)
-		o.worklist.pushBack(w)
+		o.worklist.PushBack(&w.node, w)
 	}
 	b := newBarrier(o)
-	if w.list != nil {
-		o.worklist.insertAfter(w, b)
+	if w.list() != nil {
+		o.worklist.InsertAfter(&w.node, &b.node, b)
 	} else {
-		o.worklist.pushFront(b)
+		o.worklist.PushFront(&b.node, b)
 	}
 	o.mu.Unlock()
 	o.parker.Unpark()
@@ -758,7 +751,7 @@ func (wk *Worker) FlushWorker() {
 		return
 	}
 	b := newBarrier(wk)
-	wk.worklist.pushBack(b)
+	wk.worklist.PushBack(&b.node, b)
 	wk.mu.Unlock()
 	wk.parker.Unpark()
 	<-b.barrier
@@ -795,15 +788,15 @@ func cancelSync(op string, w *Work) bool {
 	}
 	if o.fallback != nil {
 		o.mu.Unlock()
-		return w.fb.CancelSync()
+		return o.fallback.cancelSync(w)
 	}
 	was := false
-	switch w.list {
+	switch w.list() {
 	case &o.delayed:
 		w.dw.stopTimerLocked(o)
 		was = true
 	case &o.worklist:
-		o.worklist.remove(w)
+		o.worklist.Remove(&w.node)
 		was = true
 	}
 	if o.current != w {
@@ -819,7 +812,7 @@ func cancelSync(op string, w *Work) bool {
 	// the head of the list runs right after it.
 	w.canceling++
 	b := newBarrier(o)
-	o.worklist.pushFront(b)
+	o.worklist.PushFront(&b.node, b)
 	o.mu.Unlock()
 	o.parker.Unpark()
 	<-b.barrier
@@ -862,8 +855,8 @@ func (wk *Worker) Destroy() error {
 	}
 	wk.dying = true
 	var cancelled []string
-	for wk.delayed.head != nil {
-		w := wk.delayed.head
+	for !wk.delayed.Empty() {
+		w := wk.delayed.Front()
 		w.dw.stopTimerLocked(wk)
 		cancelled = append(cancelled, w.Func())
 	}

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -172,18 +171,8 @@ type queueSample struct {
 }
 
 // queueType returns "ordered", "unbound" or "percpu", the TYPE column of
-// the kernel's wq_dump.py. wq has no exported Ordered accessor; its Flags
-// print "ORDERED" for ordered queues.
-func queueType(q *wq.Workqueue) string {
-	f := q.Flags()
-	switch {
-	case strings.Contains(f.String(), "ORDERED"):
-		return "ordered"
-	case f&wq.Unbound != 0:
-		return "unbound"
-	}
-	return "percpu"
-}
+// the kernel's wq_dump.py (wq.Workqueue.Type).
+func queueType(q *wq.Workqueue) string { return q.Type().String() }
 
 func (c *Collector) sampleQueues() []*queueSample {
 	byName := map[string]*queueSample{}

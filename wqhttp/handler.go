@@ -149,18 +149,8 @@ func textHeader(w http.ResponseWriter) {
 }
 
 // queueType returns "ordered", "unbound" or "percpu", the TYPE column of
-// wq_dump.py. wq has no exported Ordered accessor; its Flags print
-// "ORDERED" for ordered queues.
-func queueType(q *wq.Workqueue) string {
-	f := q.Flags()
-	switch {
-	case strings.Contains(f.String(), "ORDERED"):
-		return "ordered"
-	case f&wq.Unbound != 0:
-		return "unbound"
-	}
-	return "percpu"
-}
+// the kernel's wq_dump.py (wq.Workqueue.Type).
+func queueType(q *wq.Workqueue) string { return q.Type().String() }
 
 // lastRunes returns the last n runes of s, as wq_monitor.py's name[-24:].
 func lastRunes(s string, n int) string {

@@ -58,7 +58,7 @@ func Monitor(filter *regexp.Regexp) MonitorSample {
 		st := q.Stats()
 		f := q.Flags()
 		s.Workqueues = append(s.Workqueues, MonitorRow{
-			Name: st.Name, Unbound: f&wq.Unbound != 0, Ordered: queueType(q) == "ordered", MemReclaim: f&wq.MemReclaim != 0,
+			Name: st.Name, Unbound: f&wq.Unbound != 0, Ordered: q.Type() == wq.TypeOrdered, MemReclaim: f&wq.MemReclaim != 0,
 			Flags: f.String(), Policy: st.Policy.String(),
 			Started: st.Total, Completed: st.Total - st.Infl, Infl: max(st.Infl, 0), CPUTimeUs: st.CPUTime.Microseconds(),
 			CPUIntensive: st.CPUItsv, CMWakeup: st.CMW, Repatriated: st.RPR,

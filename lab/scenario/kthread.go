@@ -7,6 +7,7 @@ import (
 
 	"github.com/gowq/wq"
 	"github.com/gowq/wq/kthread"
+	"github.com/gowq/wq/kthread/wqfallback"
 )
 
 // kthreadRunner queues on seed 003's per-CPU kthread_worker set: the
@@ -29,7 +30,7 @@ func newKthreadRunner(scn string, def rowDef) (runner, error) {
 	if def.Class == ClassRT {
 		opts = append(opts, kthread.WithFIFOLow())
 	}
-	set, err := kthread.NewPerCPU(name, fb, opts...)
+	set, err := kthread.NewPerCPU(name, wqfallback.Queue(fb), opts...)
 	if err != nil {
 		fb.Destroy()
 		if errors.Is(err, kthread.ErrPermission) || errors.Is(err, wq.ErrPermission) {
