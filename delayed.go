@@ -15,7 +15,7 @@ import (
 type DelayedWork struct {
 	Work
 
-	timer   *timer.Timer              // created by Init; fires timerFn, on an RT timer thread for an RT queue
+	timer   timer.Timer               // set up by Init; fires timerFn, on an RT timer thread for an RT queue
 	wq      atomic.Pointer[Workqueue] // target of the latest arming
 	cpu     atomic.Int32              // requested CPU of the latest arming, or cpuUnbound
 	armedOn *Workqueue                // guarded by Work.mu: the queue whose armed list holds dw, nil when the timer is not armed
@@ -28,13 +28,11 @@ type DelayedWork struct {
 func (dw *DelayedWork) Init(fn func()) {
 	dw.Work.Init(fn)
 	dw.Work.dw = dw
-	if dw.timer == nil {
-		dw.timer = new(timer.Timer)
-	}
 	dw.timer.Init(dw.timerFn)
 }
 
-// NewDelayedWork returns an initialised DelayedWork that runs fn.
+// NewDelayedWork returns an initialised DelayedWork that runs fn. Mirrors
+// DECLARE_DELAYED_WORK.
 func NewDelayedWork(fn func()) *DelayedWork {
 	dw := &DelayedWork{}
 	dw.Init(fn)
@@ -80,7 +78,7 @@ func (dw *DelayedWork) stopTimer() bool { return dw.stopTimerOn(nil) }
 
 // stopTimerOn is stopTimer limited to an arming on q (nil: any queue).
 func (dw *DelayedWork) stopTimerOn(q *Workqueue) bool {
-	if dw.timer == nil {
+	if !dw.timer.Ready() {
 		return false
 	}
 	dw.mu.Lock()

@@ -566,7 +566,7 @@ func (wk *Worker) valid(op string, w *Work) bool {
 // validDelayed is valid for a DelayedWork, which must have been
 // initialised with DelayedWork.Init (or NewDelayedWork) for its timer.
 func (wk *Worker) validDelayed(op string, dw *DelayedWork) bool {
-	if dw == nil || dw.timer == nil || dw.Work.dw != dw {
+	if dw == nil || !dw.timer.Ready() || dw.Work.dw != dw {
 		reportError(op, "", fmt.Errorf("%w: delayed work not initialised with DelayedWork.Init", ErrNoFunc))
 		return false
 	}

@@ -61,6 +61,9 @@ func (t *Timer) Init(fn func()) {
 
 func (t *Timer) fire() { t.fn() }
 
+// Ready reports whether Init was called.
+func (t *Timer) Ready() bool { return t.gt != nil }
+
 // Reset arms the timer to call its function after d (d <= 0: as soon as
 // the backend runs), on the RT base rt, or on a Go timer when rt is nil.
 // The timer must not be armed (never armed, stopped, or its function
