@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"math"
 	"syscall"
 	"time"
 	"unsafe"
@@ -62,12 +63,26 @@ func (p *Parker) ParkUntil(deadlineNs int64) bool {
 
 // monoEpoch pairs a time.Time, whose monotonic reading Go takes through the
 // vDSO, with CLOCK_MONOTONIC read after it, so that MonoNow costs one vDSO
-// call and is never behind CLOCK_MONOTONIC (at most the pairing's few
-// hundred ns ahead): a deadline computed from it never expires early.
-var (
-	monoEpoch   = time.Now()
-	monoEpochNs = MonotonicNs()
-)
+// call and is never behind CLOCK_MONOTONIC: a deadline computed from it
+// never expires early. Of a few pairings, the tightest is kept, so MonoNow
+// is ahead by at most one clock_gettime system call (well under 1 us),
+// which is how late ParkUntil may return for a MonoNow deadline.
+var monoEpoch, monoEpochNs = pairMonoEpoch()
+
+func pairMonoEpoch() (time.Time, int64) {
+	var epoch time.Time
+	var ns int64
+	gap := int64(math.MaxInt64)
+	for range 8 {
+		before := MonotonicNs()
+		t := time.Now()
+		after := MonotonicNs()
+		if after-before < gap {
+			gap, epoch, ns = after-before, t, after
+		}
+	}
+	return epoch, ns
+}
 
 // MonoNow returns CLOCK_MONOTONIC in ns, the clock of ParkUntil, without a
 // system call. It never reads earlier than CLOCK_MONOTONIC.
