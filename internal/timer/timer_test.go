@@ -276,3 +276,30 @@ func TestNoAllocPerArm(t *testing.T) {
 		t.Fatalf("%v allocations per arm+stop", n)
 	}
 }
+
+// BenchmarkArmStop: the cost of arming a 1 h timer and stopping it, on
+// each backend (the RT one after its thread sleeps with a deadline, so
+// the arming issues no wake-up).
+func BenchmarkArmStop(b *testing.B) {
+	for _, name := range []string{"go", "rt"} {
+		b.Run(name, func(b *testing.B) {
+			var rt *RT
+			if name == "rt" {
+				set := AcquireRT(1)
+				defer set.Release()
+				rt = set.On(-1)
+				var keep Timer
+				keep.Init(func() {})
+				keep.Reset(time.Minute, rt) // the thread sleeps for this one
+				defer keep.Stop()
+			}
+			var tm Timer
+			tm.Init(func() {})
+			b.ReportAllocs()
+			for b.Loop() {
+				tm.Reset(time.Hour, rt)
+				tm.Stop()
+			}
+		})
+	}
+}
