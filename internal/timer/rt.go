@@ -16,8 +16,9 @@ import (
 // item's, the queue's), then mu; the thread never holds mu while it runs
 // a timer's function.
 type RT struct {
-	prio int
-	cpu  int
+	prio     int
+	cpu      int
+	reserveP bool // immutable: the set's first base, whose thread reserves the set's P
 
 	mu   sync.Mutex
 	heap []*Timer // guarded by mu: min-heap on Timer.when
@@ -106,15 +107,20 @@ func (b *RT) threadMain(first bool) {
 	b.tidv.Store(int64(sched.Gettid()))
 	b.setup()
 	b.ready.Store(true)
-	if first {
+	if first && b.reserveP {
 		// As each RT pool does: a P kept free, so that the thread finds
-		// one when the futex wakes it under load. Given back on exit.
+		// one when the futex wakes it under load. One per set: the
+		// set's threads are pinned to different CPUs, where the RT
+		// workers they wake hold spare Ps of their own. Given back on
+		// exit.
 		sched.ReserveP(1)
 	}
 	clean := false
 	defer func() {
 		if clean {
-			sched.ReserveP(-1)
+			if b.reserveP {
+				sched.ReserveP(-1)
+			}
 			b.tidv.Store(0)
 			close(b.done)
 			return

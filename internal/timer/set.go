@@ -79,7 +79,11 @@ func (s *RTSet) On(cpu int) *RT {
 	n := max(len(old), cpu+1)
 	bases := make([]*RT, n)
 	copy(bases, old)
-	b := &RT{prio: s.prio, cpu: cpu, done: make(chan struct{})}
+	first := true
+	for _, o := range old {
+		first = first && o == nil
+	}
+	b := &RT{prio: s.prio, cpu: cpu, reserveP: first, done: make(chan struct{})}
 	bases[cpu] = b
 	s.bases.Store(&bases)
 	if s.dead {
@@ -94,7 +98,7 @@ func (s *RTSet) On(cpu int) *RT {
 // Release drops a reference taken by AcquireRT. The last one stops every
 // base's thread once its heap is empty and, unless called from one of
 // those threads, waits for them to exit (microseconds each, plus a
-// stop-the-world to give back each reserved P). A set released for good is
+// stop-the-world to give back the set's reserved P). A set released for good is
 // not reused: AcquireRT then makes a new one.
 func (s *RTSet) Release() {
 	registry.mu.Lock()

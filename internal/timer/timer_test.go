@@ -206,6 +206,7 @@ func TestThreadLifetime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	procs := runtime.GOMAXPROCS(0)
 	a := AcquireRT(1)
 	b := AcquireRT(1)
 	if a != b {
@@ -240,6 +241,8 @@ func TestThreadLifetime(t *testing.T) {
 	if got := len(a.Bases()); got != len(cpus) {
 		t.Fatalf("%d bases for %d CPUs", got, len(cpus))
 	}
+	// One P reserved for the whole set, however many CPUs it serves.
+	waitFor(t, "the set's P reservation", func() bool { return runtime.GOMAXPROCS(0) == procs+1 })
 	a.Release()
 	for _, base := range a.Bases() {
 		if base.TID() == 0 {
@@ -251,6 +254,9 @@ func TestThreadLifetime(t *testing.T) {
 		if base.TID() != 0 {
 			t.Fatal("a thread still runs after the last Release returned")
 		}
+	}
+	if got := runtime.GOMAXPROCS(0); got != procs {
+		t.Fatalf("GOMAXPROCS %d after the last Release, want %d", got, procs)
 	}
 	c := AcquireRT(1)
 	defer c.Release()
