@@ -47,16 +47,20 @@ type Timer struct {
 	idx  int   // index in rt.heap, -1 when not in it
 }
 
-// Init sets the function the timer calls when it expires. The timer must
-// not be armed. The first Init allocates the Go timer; later ones do not.
-// Mirrors timer_setup().
+// Init sets the function the timer calls when it expires and allocates
+// the Go timer. Only the first Init does anything: a later one keeps the
+// first function (wq and kthread always pass their item's own timer
+// function), because a call of an earlier arming, stopped too late, may
+// still be on its way and read it. The timer must not be armed. Mirrors
+// timer_setup().
 func (t *Timer) Init(fn func()) {
+	if t.gt != nil {
+		return
+	}
 	t.fn = fn
 	t.idx = -1
-	if t.gt == nil {
-		t.gt = time.AfterFunc(time.Hour, t.fire)
-		t.gt.Stop()
-	}
+	t.gt = time.AfterFunc(time.Hour, t.fire)
+	t.gt.Stop()
 }
 
 func (t *Timer) fire() { t.fn() }

@@ -309,3 +309,19 @@ func BenchmarkArmStop(b *testing.B) {
 		})
 	}
 }
+
+// TestReinitKeepsFunction: a second Init leaves the function alone, so a
+// late call of an earlier arming never races with it.
+func TestReinitKeepsFunction(t *testing.T) {
+	backends(t, func(t *testing.T, rt *RT) {
+		var first, second atomic.Int32
+		var tm Timer
+		tm.Init(func() { first.Add(1) })
+		tm.Init(func() { second.Add(1) })
+		tm.Reset(0, rt)
+		waitFor(t, "the timer to fire", func() bool { return first.Load()+second.Load() > 0 })
+		if second.Load() != 0 {
+			t.Fatal("the second Init replaced the function")
+		}
+	})
+}
