@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
+
+	"github.com/gowq/wq/internal/timer"
 )
 
 // DelayedWork is a work item with a timer, as struct delayed_work is: it is
@@ -13,7 +15,7 @@ import (
 type DelayedWork struct {
 	Work
 
-	timer   *time.Timer               // created by Init; fires timerFn
+	timer   timer.Timer               // set up by Init; fires timerFn, on an RT timer thread for an RT queue
 	wq      atomic.Pointer[Workqueue] // target of the latest arming
 	cpu     atomic.Int32              // requested CPU of the latest arming, or cpuUnbound
 	armedOn *Workqueue                // guarded by Work.mu: the queue whose armed list holds dw, nil when the timer is not armed
@@ -26,13 +28,11 @@ type DelayedWork struct {
 func (dw *DelayedWork) Init(fn func()) {
 	dw.Work.Init(fn)
 	dw.Work.dw = dw
-	if dw.timer == nil {
-		dw.timer = time.AfterFunc(time.Hour, dw.timerFn)
-		dw.timer.Stop()
-	}
+	dw.timer.Init(dw.timerFn)
 }
 
-// NewDelayedWork returns an initialised DelayedWork that runs fn.
+// NewDelayedWork returns an initialised DelayedWork that runs fn. Mirrors
+// DECLARE_DELAYED_WORK.
 func NewDelayedWork(fn func()) *DelayedWork {
 	dw := &DelayedWork{}
 	dw.Init(fn)
@@ -40,8 +40,16 @@ func NewDelayedWork(fn func()) *DelayedWork {
 }
 
 // timerList is a queue's list of armed delayed items, so that Destroy can
-// find and cancel them. guarded by Workqueue.timerMu.
-type timerList struct{ head *DelayedWork }
+// find and cancel them, and the queue's reference on the RT timer threads
+// its RT-class items are armed on. guarded by Workqueue.timerMu.
+type timerList struct {
+	head *DelayedWork
+	// rt is the RT timer set of the queue's class priority, taken at the
+	// first arming while the queue's class is RT and given back by
+	// closeTimers (Destroy). A queue switched to another RT priority keeps
+	// its set; one switched to a non-RT class arms Go timers from then on.
+	rt *timer.RTSet
+}
 
 func (l *timerList) push(dw *DelayedWork) {
 	dw.tprev, dw.tnext = nil, l.head
@@ -70,7 +78,7 @@ func (dw *DelayedWork) stopTimer() bool { return dw.stopTimerOn(nil) }
 
 // stopTimerOn is stopTimer limited to an arming on q (nil: any queue).
 func (dw *DelayedWork) stopTimerOn(q *Workqueue) bool {
-	if dw.timer == nil {
+	if !dw.timer.Ready() {
 		return false
 	}
 	dw.mu.Lock()
@@ -90,8 +98,9 @@ func (dw *DelayedWork) stopTimerOn(q *Workqueue) bool {
 	return true
 }
 
-// timerFn runs on the Go timer's goroutine when the delay expires, with
-// PENDING still owned by the armed instance. Mirrors delayed_work_timer_fn.
+// timerFn runs on the Go timer's goroutine, or on the RT timer thread for
+// an RT queue, when the delay expires, with PENDING still owned by the
+// armed instance. Mirrors delayed_work_timer_fn.
 func (dw *DelayedWork) timerFn() {
 	dw.mu.Lock()
 	q := dw.armedOn
@@ -163,7 +172,7 @@ func (dw *DelayedWork) arm(q *Workqueue, cpu int, d time.Duration) bool {
 	dw.cpu.Store(int32(cpu))
 	dw.armedOn = q
 	q.armed.push(dw)
-	dw.timer.Reset(d)
+	dw.timer.Reset(d, q.timerBaseLocked(cpu))
 	q.timerMu.Unlock()
 	dw.mu.Unlock()
 	return true
@@ -234,8 +243,48 @@ func (q *Workqueue) closeTimers() []string {
 	}
 	names := q.timerCancelled
 	q.timerCancelled = nil
+	rt := q.armed.rt
+	q.armed.rt = nil
 	q.timerMu.Unlock()
+	if rt != nil {
+		// Nothing of q is armed or firing: the set's threads end here
+		// unless another RT queue or kthread worker still holds it.
+		rt.Release()
+	}
 	return names
+}
+
+// timerBaseLocked returns the RT timer base (thread) for an item armed on
+// q for cpu when q's class is RT (SCHED_FIFO: the RT class, or HighPri
+// switched to FIFO), else nil (a Go timer). The base is cpu's, or for
+// cpuUnbound the calling CPU's, as the kernel arms a delayed item's timer
+// on its CPU (add_timer_on) or on the local CPU (add_timer_global): a
+// per-CPU item's worker is then woken on its own CPU. Normal and nice -20
+// classes keep Go timers: their workers wait for a CPU like a Go timer's
+// goroutine does (docs/design.md, "Delayed work"). Called with timerMu
+// held; the first call for an RT queue takes the queue's reference on the
+// set, and the first for a CPU starts its thread without waiting for it.
+func (q *Workqueue) timerBaseLocked(cpu int) *timer.RT {
+	t := q.table.Load()
+	var pq *pwq
+	switch {
+	case cpu >= 0 && cpu < len(t.cpu):
+		pq = t.cpu[cpu]
+	case t.dfl != nil:
+		pq = t.dfl
+	case len(t.cpu) > 0:
+		pq = t.cpu[0]
+	}
+	if pq == nil || !pq.pool.key.class.rt() {
+		return nil
+	}
+	if q.armed.rt == nil {
+		q.armed.rt = timer.AcquireRT(pq.pool.key.class.prio)
+	}
+	if cpu == cpuUnbound {
+		cpu = -1
+	}
+	return q.armed.rt.On(cpu)
 }
 
 // noteTimerCancelled cancels an armed instance whose PENDING the caller

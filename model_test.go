@@ -152,6 +152,12 @@ var (
 		{"ordered-reclaim-somecreate", wq.MemReclaim, true, createFailsSome},
 		{"percpu-1-reclaim-somecreate", wq.PerCPU | wq.MemReclaim, false, createFailsSome},
 	}
+	// RT queues: their delayed item is timed by the RT timer thread
+	// (internal/timer's RT base), not by a Go timer.
+	rtTimerVariants = []modelVariant{
+		{"ordered-rt", wq.RT, true, createWorks},
+		{"percpu-1-rt", wq.PerCPU | wq.RT, false, createWorks},
+	}
 )
 
 // cmd is an order to the running item's function.
@@ -675,6 +681,7 @@ func runModel(rt *rapid.T, v modelVariant, maxOps int) {
 				continue
 			}
 			h.check("QueueDelayed(1h)", h.queueDelayed(time.Hour), h.mQueue(2, true, false))
+			h.checkTimerBackend("QueueDelayed(1h)")
 		case "delayed-1ms":
 			if i != 2 || h.m.running < 0 {
 				continue // the firing is observable only while another item runs
@@ -695,6 +702,9 @@ func runModel(rt *rapid.T, v modelVariant, maxOps int) {
 			}
 			fires := short && it.held == 0 && it.disabled == 0
 			h.check(fmt.Sprintf("ModDelayed(%v)", d), h.modDelayed(d), h.mMod(short))
+			if !short {
+				h.checkTimerBackend("ModDelayed(1h)")
+			}
 			if fires {
 				h.waitFired()
 			}
@@ -930,6 +940,16 @@ func (h *harness) finish(q *wq.Workqueue, destroyedReports int) {
 	}
 }
 
+// checkTimerBackend checks, after an arming of the delayed item for 1 h,
+// that an armed item is timed by the RT timer thread exactly when the
+// queue is RT.
+func (h *harness) checkTimerBackend(what string) {
+	if !h.dw.Armed() {
+		return // refused, held by a canceller, or disabled: nothing armed
+	}
+	h.check(what+": armed on the RT timer thread", h.dw.ArmedOnRT(), h.v.flags&wq.RT != 0)
+}
+
 func b2i(b bool) int {
 	if b {
 		return 1
@@ -954,6 +974,27 @@ func TestModelStateMachine(t *testing.T) {
 	before := maps.Clone(modelStats)
 	rapid.Check(t, func(rt *rapid.T) {
 		runModel(rt, rapid.SampledFrom(plainVariants).Draw(rt, "variant"), 60)
+	})
+	logModelStats(t, before)
+}
+
+// TestModelRTTimers runs the model on RT queues, whose delayed item is
+// timed by the RT timer thread: QueueDelayed, ModDelayed, Cancel,
+// CancelSync, Flush, Disable and Destroy keep the model's return values and
+// runs. Skipped where this process may not use SCHED_FIFO (as nobody).
+func TestModelRTTimers(t *testing.T) {
+	probe, err := wq.Alloc("model-rt-probe", wq.RT, 1)
+	if err != nil {
+		if errors.Is(err, wq.ErrPermission) {
+			t.Skipf("RT queues not permitted here, so no RT timers: %v", err)
+		}
+		t.Fatal(err)
+	}
+	probe.Destroy()
+	quietLogs(t)
+	before := maps.Clone(modelStats)
+	rapid.Check(t, func(rt *rapid.T) {
+		runModel(rt, rapid.SampledFrom(rtTimerVariants).Draw(rt, "variant"), 60)
 	})
 	logModelStats(t, before)
 }

@@ -683,7 +683,7 @@ func (q *Workqueue) QueueDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bo
 }
 
 func (q *Workqueue) queueDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bool {
-	if dw.fn == nil || dw.timer == nil {
+	if dw.fn == nil || !dw.timer.Ready() {
 		q.reportError("queue_delayed_work_on", "", ErrNoFunc)
 		return false
 	}
@@ -722,7 +722,7 @@ func (q *Workqueue) ModDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bool
 }
 
 func (q *Workqueue) modDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bool {
-	if dw.fn == nil || dw.timer == nil {
+	if dw.fn == nil || !dw.timer.Ready() {
 		q.reportError("mod_delayed_work_on", "", ErrNoFunc)
 		return false
 	}

@@ -50,3 +50,14 @@ func Queued(wk *Worker) int {
 	defer wk.mu.Unlock()
 	return wk.worklist.Len()
 }
+
+// ArmedOnRT reports whether dw is on its worker's delayed list with its
+// timer armed on an RT timer base (the RT timer thread).
+func ArmedOnRT(dw *DelayedWork) bool {
+	o := dw.lockOwner()
+	if o == nil {
+		return false
+	}
+	defer o.mu.Unlock()
+	return dw.list() == &o.delayed && dw.timer.OnRT()
+}

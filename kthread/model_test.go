@@ -18,9 +18,25 @@ import (
 // queue / delayed queue / mod / cancel / pending calls on four items and
 // checks every return value against a small reference model; then it
 // opens the gate and checks that exactly the items the model holds queued
-// ran, once each, in the model's order.
+// ran, once each, in the model's order. It runs on a normal worker (Go
+// timers) and on a SCHED_FIFO-low one, whose delayed items are armed on
+// the RT timer thread (skipped where SCHED_FIFO is refused).
 func TestModelReturnValues(t *testing.T) {
-	wk := newWorker(t, "kt-model")
+	t.Run("normal", func(t *testing.T) { modelReturnValues(t, newWorker(t, "kt-model"), false) })
+	t.Run("fifo-low", func(t *testing.T) {
+		probe, err := kthread.CreateWorker("kt-model-probe", kthread.WithFIFOLow())
+		if errors.Is(err, kthread.ErrPermission) {
+			t.Skipf("SCHED_FIFO refused here, so no RT timers: %v", err)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = probe.Destroy()
+		modelReturnValues(t, newWorker(t, "kt-model-rt", kthread.WithFIFOLow()), true)
+	})
+}
+
+func modelReturnValues(t *testing.T, wk *kthread.Worker, rtTimers bool) {
 	rapid.Check(t, func(rt *rapid.T) {
 		const (
 			idle = iota
@@ -96,6 +112,9 @@ func TestModelReturnValues(t *testing.T) {
 					order = append(order, i)
 				} else {
 					state[i] = armed
+					if got := kthread.ArmedOnRT(dws[i-2]); got != rtTimers {
+						rt.Fatalf("%s(%d, %v): armed on the RT timer thread = %v, want %v", op, i, d, got, rtTimers)
+					}
 				}
 			case "cancel":
 				want := state[i] != idle

@@ -4,9 +4,9 @@ import (
 	"reflect"
 	"runtime"
 	"sync/atomic"
-	"time"
 
 	"github.com/gowq/wq/internal/ilist"
+	"github.com/gowq/wq/internal/timer"
 )
 
 // Work is a work item for a kthread Worker: a function to run later on the
@@ -127,33 +127,32 @@ func (w *Work) lockOwner() *Worker {
 type DelayedWork struct {
 	Work
 
-	timer *time.Timer // created by Init; fires timerFn
+	timer timer.Timer // set up by Init; fires timerFn, on an RT timer thread for an RT worker
 	// stale counts timer callbacks that were already started when the
-	// timer was stopped (time.Timer.Stop returned false) and must be
+	// timer was stopped (timer.Timer.Stop returned false) and must be
 	// ignored. guarded by owner.mu.
 	stale int
 }
 
 // Init sets the function and prepares the timer. It mirrors
 // kthread_init_delayed_work(). The item must be idle. The first Init
-// allocates the timer; later ones do not.
+// allocates the Go timer behind it; later ones do not.
 func (dw *DelayedWork) Init(fn func()) {
 	dw.Work.Init(fn)
 	dw.Work.dw = dw
-	if dw.timer == nil {
-		dw.timer = time.AfterFunc(time.Hour, dw.timerFn)
-		dw.timer.Stop()
-	}
+	dw.timer.Init(dw.timerFn)
 }
 
-// NewDelayedWork returns an initialised DelayedWork that runs fn.
+// NewDelayedWork returns an initialised DelayedWork that runs fn. It
+// mirrors DEFINE_KTHREAD_DELAYED_WORK.
 func NewDelayedWork(fn func()) *DelayedWork {
 	dw := &DelayedWork{}
 	dw.Init(fn)
 	return dw
 }
 
-// timerFn runs on a Go timer goroutine when the delay expires and moves the
+// timerFn runs on a Go timer goroutine (on the RT timer thread for a worker
+// created with an RT class) when the delay expires and moves the
 // item from its worker's delayed list to the worklist. Mirrors
 // kthread_delayed_work_timer_fn().
 //

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gowq/wq/internal/sched"
+	"github.com/gowq/wq/internal/timer"
 )
 
 // Real-time priorities of the kernel's helpers.
@@ -157,6 +158,16 @@ type Worker struct {
 
 	reported atomic.Bool   // ErrDestroyed reported once
 	done     chan struct{} // closed when the thread has left its loop for good
+
+	// rtPrio is the SCHED_FIFO priority of the class the worker was
+	// created with, 0 for a non-RT class. immutable. Its delayed items are
+	// timed by the RT timer threads of that priority (rtTimer, taken at
+	// the first arming, given back by Destroy; guarded by mu): the one of
+	// the worker's CPU, or of the arming CPU for an unbound worker, as
+	// add_timer() arms locally. A class set later with SetFIFO does not
+	// change the timer, as it does not reserve a P.
+	rtPrio  int
+	rtTimer *timer.RTSet
 }
 
 // thread is one OS thread that served a worker. Each thread start makes a
@@ -203,6 +214,9 @@ func create(cpu int, name string, set *PerCPU, opts []Option) (*Worker, error) {
 		return nil, fmt.Errorf("kthread_create_worker(%q): %w", name, err)
 	}
 	wk := &Worker{name: name, cpu: cpu, set: set, attr: o.attr, dflt: !o.explicit, done: make(chan struct{})}
+	if o.attr.Policy == sched.PolicyFIFO || o.attr.Policy == sched.PolicyRR {
+		wk.rtPrio = o.attr.Priority
+	}
 	errc := make(chan error, 1)
 	sched.GoLocked(func() { wk.threadMain(errc) })
 	if err := <-errc; err != nil {
@@ -545,7 +559,7 @@ func (wk *Worker) valid(op string, w *Work) bool {
 // validDelayed is valid for a DelayedWork, which must have been
 // initialised with DelayedWork.Init (or NewDelayedWork) for its timer.
 func (wk *Worker) validDelayed(op string, dw *DelayedWork) bool {
-	if dw == nil || dw.timer == nil || dw.Work.dw != dw {
+	if dw == nil || !dw.timer.Ready() || dw.Work.dw != dw {
 		reportError(op, "", fmt.Errorf("%w: delayed work not initialised with DelayedWork.Init", ErrNoFunc))
 		return false
 	}
@@ -627,7 +641,14 @@ func (wk *Worker) armLocked(dw *DelayedWork, d time.Duration) {
 		return
 	}
 	wk.delayed.PushBack(&dw.node, &dw.Work)
-	dw.timer.Reset(d)
+	var rt *timer.RT
+	if wk.rtPrio > 0 {
+		if wk.rtTimer == nil {
+			wk.rtTimer = timer.AcquireRT(wk.rtPrio)
+		}
+		rt = wk.rtTimer.On(wk.cpu)
+	}
+	dw.timer.Reset(d, rt)
 }
 
 // ModDelayedWork modifies dw's delay: whether dw was armed, queued or idle,
@@ -863,6 +884,15 @@ func (wk *Worker) Destroy() error {
 	wk.mu.Unlock()
 	wk.parker.Unpark()
 	<-wk.done
+	wk.mu.Lock()
+	rt := wk.rtTimer
+	wk.rtTimer = nil
+	wk.mu.Unlock()
+	if rt != nil {
+		// Every timer of the worker is stopped; a callback already
+		// started finds the item off the delayed list and returns.
+		rt.Release()
+	}
 	if len(cancelled) > 0 {
 		return fmt.Errorf("kthread_destroy_worker(%s): %w: %d item(s): %s", wk.name, ErrDelayedPending,
 			len(cancelled), strings.Join(cancelled, ", "))

@@ -217,8 +217,8 @@ var scenarioDefs = []*scenarioDef{
 			}, false},
 			chgCol(mP99), chgCol(mMax)},
 		notes: []string{
-			"Latency counts from the end of the 1 ms delay, so it includes the Go timer's own lateness, which every row shares",
-			"(gowq's delayed work is timed by Go timers too); baselines use time.AfterFunc(1ms) and then submit, as Go code does.",
+			"Latency counts from the end of the 1 ms delay, so it includes the timer's own lateness: gowq's RT rows are timed by",
+			"the SCHED_FIFO timer thread, its normal and highpri rows by Go timers; baselines use time.AfterFunc(1ms) and then submit, as Go code does.",
 			"on hog cpu: share of items that started on the hogged CPU they were queued from.",
 		},
 		load: loadHog,
