@@ -698,12 +698,18 @@ func TestZeroAllocQueue(t *testing.T) {
 		{"Queue while pending", func() bool { q.Queue(w); return true }},
 	} {
 		// Waiting for idle with Busy does not allocate; Flush would.
-		allocs := testing.AllocsPerRun(500, func() {
-			idle()
-			if !c.queue() {
-				t.Fatal("queue returned false on an idle item")
-			}
-		})
+		// AllocsPerRun counts the whole process's allocations, so a
+		// background goroutine (the CM monitor, a timer, the race
+		// detector's) can add some: the least of three runs is taken.
+		allocs := 1e9
+		for range 3 {
+			allocs = min(allocs, testing.AllocsPerRun(500, func() {
+				idle()
+				if !c.queue() {
+					t.Fatal("queue returned false on an idle item")
+				}
+			}))
+		}
 		if allocs > 0 {
 			t.Errorf("%s: %.2f allocs/op, want 0", c.name, allocs)
 		}
