@@ -3,6 +3,7 @@ package wq_test
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"sync"
@@ -296,3 +297,403 @@ func runKeyedModel(rt *rapid.T) {
 		rt.Fatalf("%d draining/destroyed reports: no queue call was made after the end", draining.Load())
 	}
 }
+
+// Items of different keys run concurrently: three gates, each of which
+// waits until all three run, finish only if the keys overlap in time.
+func TestQueueKeyedKeysRunConcurrently(t *testing.T) {
+	q := mustAlloc(t, "keyed-conc", wq.Unbound, 4)
+	var started atomic.Int32
+	all := make(chan struct{})
+	done := make(chan struct{}, 3)
+	for k := range 3 {
+		w := wq.NewWork(func() {
+			if started.Add(1) == 3 {
+				close(all)
+			}
+			select {
+			case <-all:
+			case <-time.After(60 * time.Second):
+			}
+			done <- struct{}{}
+		})
+		if !q.QueueKeyed(uint64(k), w) {
+			t.Fatalf("QueueKeyed(%d) = false", k)
+		}
+	}
+	for range 3 {
+		waitChan(t, "three keys", done)
+	}
+	select {
+	case <-all:
+	default:
+		t.Fatalf("only %d of 3 keys ran at once with max_active 4", started.Load())
+	}
+}
+
+// A key with 10^4 items queued does not delay an idle key: the hot key's
+// backlog waits in its chain, not on the workqueue.
+func TestQueueKeyedColdKeyBehindHotKey(t *testing.T) {
+	q := mustAlloc(t, "keyed-hot", wq.Unbound, 2)
+	const hot, cold, n = 1, 2, 10000
+	g := newKeyGate()
+	if !q.QueueKeyed(hot, g.w) {
+		t.Fatal("QueueKeyed(gate) = false")
+	}
+	var hotRan atomic.Int32
+	for range n {
+		if !q.QueueKeyed(hot, wq.NewWork(func() { hotRan.Add(1) })) {
+			t.Fatal("QueueKeyed(hot) = false")
+		}
+	}
+	waitChan(t, "the hot key's gate to start", g.started)
+	ran := make(chan struct{})
+	if !q.QueueKeyed(cold, wq.NewWork(func() { close(ran) })) {
+		t.Fatal("QueueKeyed(cold) = false")
+	}
+	waitChan(t, "the cold key's item behind a hot key's 10^4 items", ran)
+	if got := hotRan.Load(); got != 0 {
+		t.Fatalf("%d hot items ran while their key's gate was running", got)
+	}
+	if got := q.KeyedInFlight(); got != n+1 {
+		t.Fatalf("keyed in flight = %d, want %d", got, n+1)
+	}
+	close(g.open)
+	q.Flush()
+	if got := hotRan.Load(); got != n {
+		t.Fatalf("after Flush %d of %d hot items ran", got, n)
+	}
+}
+
+// 10^5 distinct keys in flight at once (max_active 1, the first item
+// blocked), then drained: no key state is left beyond the bounded free
+// lists, and the heap is back near its baseline (the shard maps that grew
+// are dropped when they empty).
+func TestQueueKeyedManyKeysBackToBaseline(t *testing.T) {
+	q := mustAlloc(t, "keyed-many", wq.Unbound, 1)
+	const n = 100000
+	var ran atomic.Int64
+	works := make([]wq.Work, n)
+	for i := range works {
+		works[i].Init(func() { ran.Add(1) })
+	}
+	heap := func() int64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return int64(ms.HeapAlloc)
+	}
+	g := newKeyGate()
+	q.QueueKeyed(1<<63, g.w)
+	waitChan(t, "gate", g.started)
+	base := heap()
+	for i := range works {
+		if !q.QueueKeyed(uint64(i)*7919, &works[i]) {
+			t.Fatalf("QueueKeyed(%d) = false", i)
+		}
+	}
+	peakKeys, _ := q.KeyStates()
+	peak := heap()
+	if peakKeys != n+1 {
+		t.Fatalf("%d keys in flight, want %d", peakKeys, n+1)
+	}
+	close(g.open)
+	q.Drain()
+	if got := ran.Load(); got != n {
+		t.Fatalf("%d of %d items ran", got, n)
+	}
+	keys, held := q.KeyStates()
+	if keys != 0 || q.KeyedInFlight() != 0 {
+		t.Fatalf("after Drain: %d keys, %d keyed instances in flight", keys, q.KeyedInFlight())
+	}
+	// Free lists only: 64 shards x 16.
+	if held > 64*16 {
+		t.Fatalf("after Drain %d key states held, want at most %d", held, 64*16)
+	}
+	after := heap()
+	t.Logf("heap: baseline %d B, %d keys in flight %+d B, drained %+d B; key states held %d", base, peakKeys, peak-base, after-base, held)
+	if after-base > (peak-base)/10 {
+		t.Fatalf("heap after drain %+d B over baseline, with %d keys in flight %+d B", after-base, peakKeys, peak-base)
+	}
+	runtime.KeepAlive(works)
+}
+
+// Cancel, CancelSync, Disable and Flush act per item on chained items; the
+// rest of the chain keeps its order.
+func TestQueueKeyedCancelChained(t *testing.T) {
+	q := mustAlloc(t, "keyed-cancel", wq.Unbound, 4)
+	log := newKeyLog(5)
+	g := newKeyGate()
+	if !q.QueueKeyed(5, g.w) {
+		t.Fatal("QueueKeyed(gate) = false")
+	}
+	items := make([]*wq.Work, 6)
+	for i := range items {
+		items[i] = wq.NewWork(func() { log.run(5, i) })
+		if !q.QueueKeyed(5, items[i]) {
+			t.Fatalf("QueueKeyed(item %d) = false", i)
+		}
+	}
+	if q.Queue(items[0]) || q.QueueKeyed(5, items[0]) {
+		t.Fatal("queueing a chained item again returned true")
+	}
+	if !items[1].Cancel() || !items[2].CancelSync() || !items[3].Disable() {
+		t.Fatal("Cancel/CancelSync/Disable of a chained item returned false")
+	}
+	if items[1].Pending() || items[2].Pending() || items[3].Pending() || !items[4].Pending() {
+		t.Fatal("Pending wrong after cancelling chained items")
+	}
+	if items[1].Cancel() {
+		t.Fatal("second Cancel returned true")
+	}
+	if q.QueueKeyed(5, items[3]) {
+		t.Fatal("QueueKeyed of a disabled item returned true")
+	}
+	// Requeue a cancelled item: it goes to the tail.
+	if !q.QueueKeyed(5, items[1]) {
+		t.Fatal("QueueKeyed after Cancel = false")
+	}
+	flushed := make(chan bool)
+	go func() { flushed <- items[4].Flush() }()
+	close(g.open)
+	if !<-flushed {
+		t.Fatal("Flush of a chained item did not wait")
+	}
+	q.Flush()
+	log.check(t)
+	if got, want := log.runs[5], []int{0, 4, 5, 1}; !slices.Equal(got, want) {
+		t.Fatalf("ran %v, want %v", got, want)
+	}
+	if !items[3].Enable() || !q.QueueKeyed(5, items[3]) {
+		t.Fatal("Enable/QueueKeyed after Disable failed")
+	}
+	q.Flush()
+	if keys, _ := q.KeyStates(); keys != 0 {
+		t.Fatalf("%d keys left", keys)
+	}
+}
+
+// Workqueue.Flush waits for items still waiting in their key's chain.
+func TestQueueKeyedFlushWaitsForChain(t *testing.T) {
+	q := mustAlloc(t, "keyed-flush", wq.PerCPU, 4)
+	g := newKeyGate()
+	q.QueueKeyed(9, g.w)
+	var ran atomic.Int32
+	for range 100 {
+		q.QueueKeyed(9, wq.NewWork(func() { ran.Add(1) }))
+	}
+	waitChan(t, "gate", g.started)
+	flushed := make(chan struct{})
+	go func() { q.Flush(); close(flushed) }()
+	close(g.open)
+	waitChan(t, "flush", flushed)
+	if got := ran.Load(); got != 100 {
+		t.Fatalf("Flush returned with %d of 100 chained items run", got)
+	}
+}
+
+// The same Work under two keys (or two queues) while in flight is refused
+// with ErrKeyConflict and left as it was.
+func TestQueueKeyedConflict(t *testing.T) {
+	errs := captureErrors(t)
+	q := mustAlloc(t, "keyed-conflict", wq.Unbound, 4)
+	q2 := mustAlloc(t, "keyed-conflict2", wq.Unbound, 4)
+	g := newKeyGate()
+	q.QueueKeyed(1, g.w)
+	var ran atomic.Int32
+	w := wq.NewWork(func() { ran.Add(1) })
+	if !q.QueueKeyed(1, w) {
+		t.Fatal("QueueKeyed = false")
+	}
+	if q.QueueKeyed(2, w) || q2.QueueKeyed(1, w) {
+		t.Fatal("QueueKeyed under another key returned true")
+	}
+	if got := errs.count(wq.ErrKeyConflict); got != 2 {
+		t.Fatalf("ErrKeyConflict reported %d times, want 2", got)
+	}
+	if q.QueueKeyed(1, w) || errs.count(wq.ErrKeyConflict) != 2 {
+		t.Fatal("same key while pending: want false without a conflict report")
+	}
+	// The gate is a running keyed instance under key 1: requeueing it
+	// under key 3 is refused too.
+	waitChan(t, "gate", g.started)
+	if q.QueueKeyed(3, g.w) || errs.count(wq.ErrKeyConflict) != 3 {
+		t.Fatal("running under another key: want false and a conflict report")
+	}
+	close(g.open)
+	q.Flush()
+	if ran.Load() != 1 {
+		t.Fatalf("item ran %d times, want 1", ran.Load())
+	}
+	if !q.QueueKeyed(2, w) {
+		t.Fatal("QueueKeyed under a new key after the item finished = false")
+	}
+	q.Flush()
+	if ran.Load() != 2 {
+		t.Fatalf("item ran %d times, want 2", ran.Load())
+	}
+}
+
+// Destroy drains the chains, like destroy_workqueue drains the queue.
+func TestQueueKeyedDestroyDrainsChains(t *testing.T) {
+	errs := captureErrors(t)
+	q, err := wq.Alloc("keyed-destroy", wq.Unbound, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newKeyGate()
+	q.QueueKeyed(1, g.w)
+	var ran atomic.Int32
+	for k := range 4 {
+		for range 50 {
+			q.QueueKeyed(uint64(k), wq.NewWork(func() { ran.Add(1) }))
+		}
+	}
+	destroyed := make(chan struct{})
+	go func() { q.Destroy(); close(destroyed) }()
+	close(g.open)
+	waitChan(t, "Destroy", destroyed)
+	if got := ran.Load(); got != 200 {
+		t.Fatalf("Destroy returned with %d of 200 keyed items run", got)
+	}
+	if q.QueueKeyed(1, wq.NewWork(func() {})) {
+		t.Fatal("QueueKeyed after Destroy = true")
+	}
+	if errs.count(wq.ErrDestroyed) != 1 {
+		t.Fatalf("ErrDestroyed reported %d times, want 1", errs.count(wq.ErrDestroyed))
+	}
+	if keys, _ := q.KeyStates(); keys != 0 {
+		t.Fatalf("%d keys left after Destroy", keys)
+	}
+}
+
+// No allocation per item: chaining and unchaining on a busy key, and a
+// whole queue-run-release round trip on an idle key.
+func TestQueueKeyedAllocs(t *testing.T) {
+	q := mustAlloc(t, "keyed-allocs", wq.Unbound, 4)
+	g := newKeyGate()
+	q.QueueKeyed(1, g.w)
+	waitChan(t, "gate", g.started)
+	ws := make([]*wq.Work, 8)
+	for i := range ws {
+		ws[i] = wq.NewWork(func() {})
+	}
+	chain := testing.AllocsPerRun(200, func() {
+		for _, w := range ws {
+			q.QueueKeyed(1, w)
+		}
+		for _, w := range ws {
+			w.Cancel()
+		}
+	})
+	close(g.open)
+	done := make(chan struct{}, 1)
+	w := wq.NewWork(func() { done <- struct{}{} })
+	key := uint64(0)
+	idle := testing.AllocsPerRun(200, func() {
+		key++
+		q.QueueKeyed(key%64, w)
+		<-done
+		for w.Busy() != 0 {
+			runtime.Gosched()
+		}
+	})
+	t.Logf("allocs per run: chain+cancel of 8 items %.2f, idle-key round trip %.2f", chain, idle)
+	if chain != 0 {
+		t.Errorf("chaining and cancelling 8 items allocates %.2f times", chain)
+	}
+	if idle >= 0.5 {
+		t.Errorf("an idle key's round trip allocates %.2f times", idle)
+	}
+}
+
+// Race stress: four goroutines queue keyed items (and cancel some) on
+// keys of their own while max_active changes and the queue is flushed,
+// then destroyed mid-stream. Every accepted, uncancelled item runs exactly
+// once, in its key's order, never beside another item of its key.
+func TestQueueKeyedStress(t *testing.T) {
+	quietLogs(t)
+	q, err := wq.Alloc("keyed-stress", wq.Unbound, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const gors, keysPer, perGor = 4, 8, 3000
+	type rec struct {
+		mu      sync.Mutex
+		ran     []int
+		running atomic.Int32
+	}
+	recs := make([]rec, gors*keysPer)
+	var overlap atomic.Int32
+	var wg sync.WaitGroup
+	expected := make([][]int, gors*keysPer)
+	stop := make(chan struct{})
+	var aux sync.WaitGroup
+	aux.Add(1)
+	go func() {
+		defer aux.Done()
+		r := rand.New(rand.NewPCG(1, 2))
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_ = q.SetMaxActive(1 + r.IntN(8))
+			if r.IntN(4) == 0 {
+				q.Flush()
+			}
+			runtime.Gosched()
+		}
+	}()
+	for g := range gors {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(g), 7))
+			var last [keysPer]*wq.Work
+			for i := range perGor {
+				k := g*keysPer + r.IntN(keysPer)
+				rc := &recs[k]
+				w := wq.NewWork(func() {
+					if rc.running.Add(1) != 1 {
+						overlap.Add(1)
+					}
+					rc.mu.Lock()
+					rc.ran = append(rc.ran, i)
+					rc.mu.Unlock()
+					rc.running.Add(-1)
+				})
+				if q.QueueKeyed(uint64(k), w) {
+					expected[k] = append(expected[k], i)
+					if r.IntN(8) == 0 && last[k%keysPer] != nil && last[k%keysPer].Cancel() {
+						// The item before it, if still chained or queued.
+						e := expected[k]
+						expected[k] = append(e[:len(e)-2], e[len(e)-1])
+					}
+					last[k%keysPer] = w
+				}
+			}
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	q.Destroy()
+	wg.Wait()
+	close(stop)
+	aux.Wait()
+	if n := overlap.Load(); n != 0 {
+		t.Fatalf("%d times two items of one key ran at once", n)
+	}
+	total := 0
+	for k := range recs {
+		if !slices.Equal(recs[k].ran, expected[k]) {
+			t.Fatalf("key %d: ran %d items %v..., expected %d %v...", k, len(recs[k].ran), firstTen(recs[k].ran), len(expected[k]), firstTen(expected[k]))
+		}
+		total += len(expected[k])
+	}
+	t.Logf("%d keyed items ran before and during Destroy", total)
+	if keys, _ := q.KeyStates(); keys != 0 {
+		t.Fatalf("%d keys left after Destroy", keys)
+	}
+}
+
+func firstTen(s []int) []int { return s[:min(len(s), 10)] }
