@@ -116,7 +116,9 @@ func (q *Workqueue) QueueKeyedString(key string, w *Work) bool {
 // A Work has keyed instances under one key at a time: QueueKeyed of a
 // Work whose keyed instance is in flight (chained, queued or running)
 // under another key, or under a key of another queue, returns false and
-// reports ErrKeyConflict to the error handler; w is left as it was.
+// reports ErrKeyConflict to the error handler; w is left as it was. Once
+// that instance has finished or was cancelled (w.Flush returned, say), w
+// may be queued under any key.
 // From outside q's own items while q drains, it returns false and reports
 // ErrDraining; on a destroyed queue it returns false and reports
 // ErrDestroyed once. Workqueue.Flush, Drain and Destroy wait for chained
@@ -145,17 +147,29 @@ func (q *Workqueue) QueueKeyed(key uint64, w *Work) bool {
 	if !w.tryPend() {
 		// Pending (or disabled, or held): dedup, as Queue. A keyed
 		// instance in flight under another key is a conflict.
-		if ks := w.kst.Load(); ks != nil && ks.otherKey(w, q, key) {
+		if ks := w.kst.Load(); ks != nil && ks.conflicts(w, q, key) {
 			reportError(op, w.Func(), fmt.Errorf("%w: %s: key %#x: the item is pending under another key", ErrKeyConflict, q.name, key))
 		}
 		return false
 	}
 	seq := seqOf(w.state.Load()) // stable: we own PENDING
 	sh := q.keyTable().shard(key)
-	sh.mu.Lock()
-	ks := sh.m[key]
-	if cur := w.kst.Load(); cur != nil && cur != ks {
+	var ks *keyState
+	for {
+		sh.mu.Lock()
+		ks = sh.m[key]
+		cur := w.kst.Load()
+		if cur == nil || cur == ks {
+			break
+		}
 		sh.mu.Unlock()
+		// w's keyed instances are under another key. If the active one
+		// is done and only its hook has not run yet (a Flush of w may
+		// return in between), run the hook now; otherwise refuse.
+		if d, retry := cur.doneButLinked(w); retry {
+			w.keyedDone(d)
+			continue
+		}
 		reportError(op, w.Func(), fmt.Errorf("%w: %s: key %#x: the item has a keyed instance in flight under another key", ErrKeyConflict, q.name, key))
 		w.markCancelled()
 		w.release()
@@ -286,13 +300,41 @@ func (ks *keyState) remove(w *Work) {
 	ks.n--
 }
 
-// otherKey reports whether w's keyed instances in flight are under ks
-// and ks is not key on q.
-func (ks *keyState) otherKey(w *Work, q *Workqueue, key uint64) bool {
+// conflicts reports whether w has a keyed instance in flight under ks
+// (chained, or active and not done) and ks is not key on q.
+func (ks *keyState) conflicts(w *Work, q *Workqueue, key uint64) bool {
 	sh := ks.sh
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	return w.kst.Load() == ks && (sh.q != q || ks.key != key)
+	if w.kst.Load() != ks || (sh.q == q && ks.key == key) {
+		return false
+	}
+	return w.kchained || (ks.active == w && w.doneSeqNow() < ks.activeSeq)
+}
+
+// doneButLinked reports, for a QueueKeyed of w under another key, whether
+// w is not in flight under ks after all: either it left ks meanwhile, or
+// its active instance is done and keyedDone has not run yet (d is then
+// its doneSeq). Called with no lock held.
+func (ks *keyState) doneButLinked(w *Work) (d uint64, retry bool) {
+	sh := ks.sh
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if w.kst.Load() != ks {
+		return 0, true
+	}
+	if w.kchained || ks.active != w {
+		return 0, false
+	}
+	d = w.doneSeqNow()
+	return d, d >= ks.activeSeq
+}
+
+// doneSeqNow reads w.doneSeq (lock order: shard lock, then Work.mu).
+func (w *Work) doneSeqNow() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.doneSeq
 }
 
 // grabChained takes a chained instance of w out of ks's chain for grab;
@@ -306,10 +348,10 @@ func (ks *keyState) grabChained(w *Work) bool {
 		return false
 	}
 	ks.remove(w)
-	sh.doneLocked(w.kcolor)
 	if ks.active != w {
 		w.kst.Store(nil)
 	}
+	sh.doneLocked(w.kcolor)
 	// The instance is now owned by the grabber; markCancelled will find
 	// ks.active != w (or d < activeSeq) and leave the key alone.
 	return true
@@ -330,10 +372,10 @@ func (w *Work) keyedDone(d uint64) {
 		sh.mu.Unlock()
 		return
 	}
-	sh.doneLocked(ks.activeColor)
 	if !w.kchained {
 		w.kst.Store(nil)
 	}
+	sh.doneLocked(ks.activeColor)
 	n := ks.head
 	if n == nil {
 		sh.put(ks)

@@ -697,3 +697,35 @@ func TestQueueKeyedStress(t *testing.T) {
 }
 
 func firstTen(s []int) []int { return s[:min(len(s), 10)] }
+
+// Cancelling or disabling a key's active item while it waits on the
+// workqueue (over max_active) moves the key on to its next item.
+func TestQueueKeyedCancelActive(t *testing.T) {
+	q := mustAlloc(t, "keyed-cancel-active", wq.Unbound, 1)
+	log := newKeyLog(1, 2)
+	g := newKeyGate() // key 2 holds the only max_active slot
+	q.QueueKeyed(2, g.w)
+	waitChan(t, "gate", g.started)
+	items := make([]*wq.Work, 4)
+	for i := range items {
+		items[i] = wq.NewWork(func() { log.run(1, i) })
+		if !q.QueueKeyed(1, items[i]) {
+			t.Fatalf("QueueKeyed(item %d) = false", i)
+		}
+	}
+	if !items[0].Cancel() { // active, on the inactive list
+		t.Fatal("Cancel of the active item = false")
+	}
+	if !items[1].Disable() { // active now (in transit or inactive)
+		t.Fatal("Disable of the next item = false")
+	}
+	close(g.open)
+	q.Flush()
+	log.check(t)
+	if got, want := log.runs[1], []int{2, 3}; !slices.Equal(got, want) {
+		t.Fatalf("ran %v, want %v", got, want)
+	}
+	if keys, _ := q.KeyStates(); keys != 0 {
+		t.Fatalf("%d keys left", keys)
+	}
+}

@@ -44,12 +44,13 @@ type Work struct {
 	// instances in flight (chained or active), nil when it has none. Set and
 	// cleared under kst.sh.mu, read lock-free by grab and by the completion
 	// hook, which re-check it under the lock. atomic.
+	// (kchained and kcolor sit in transit's padding.)
+	kchained bool  // guarded by kst.sh.mu: an instance waits in the chain
+	kcolor   uint8 // guarded by kst.sh.mu: the chained instance's flush color
 	kst      atomic.Pointer[keyState]
 	knext    *Work  // guarded by kst.sh.mu: next in the key's chain
 	kprev    *Work  // guarded by kst.sh.mu: previous in the key's chain
-	kchained bool   // guarded by kst.sh.mu: an instance waits in the chain
 	kseq     uint64 // guarded by kst.sh.mu: the chained instance's seq
-	kcolor   uint8  // guarded by kst.sh.mu: the chained instance's flush color
 
 	// List links. guarded by the pool lock of the list's pool.
 	next, prev *Work
