@@ -51,6 +51,10 @@
 //     and leaves the item idle.
 //   - Allocation-free queueing: Queue, QueueOn and requeueing an idle item
 //     make no allocation.
+//   - Per-key order (gowq extension, QueueKeyed): items queued under one
+//     key run one at a time in queue order, keys run concurrently; a
+//     key's backlog waits in an intrusive chain, not on the workqueue, so
+//     it delays no other key; Flush, Drain and Destroy wait for it.
 //   - Threads whose attributes were changed never return to the Go runtime:
 //     their goroutines exit while still locked (locked 64 deep, so a stray
 //     runtime.UnlockOSThread in a work function cannot release them; a
@@ -62,7 +66,8 @@
 //     instance it holds the item: Queue returns false, ModDelayed returns
 //     true without queueing, Cancel returns false, also from inside the
 //     item. Self-waits return ErrDeadlock.
-//   - Destroy leaves nothing pending: it drains queued work and cancels
+//   - Destroy leaves nothing pending: it drains queued work (keyed chains
+//     included) and cancels
 //     delayed items still armed on the queue (reported as
 //     ErrDelayedPending; they are idle and can be queued elsewhere).
 //   - Callbacks cannot break a worker: a panic in the tracer, panic handler

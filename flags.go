@@ -110,6 +110,10 @@ var (
 	ErrDestroyed = errors.New("wq: workqueue destroyed")
 	// ErrDraining: a queue attempt from outside the queue while it drains.
 	ErrDraining = errors.New("wq: workqueue is draining")
+	// ErrKeyConflict: QueueKeyed of a Work whose keyed instance is still in
+	// flight (chained, queued or running) under another key or on another
+	// queue; the call returns false and the Work is left as it was.
+	ErrKeyConflict = errors.New("wq: work item is in flight under another key")
 	// ErrNoFunc: a Work without a function (not initialised with Init).
 	ErrNoFunc = errors.New("wq: work item has no function (call Init)")
 	// ErrInvalidCPU: a CPU number that does not exist on this machine.

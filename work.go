@@ -41,6 +41,18 @@ type Work struct {
 	// grabSelf to that thread instead of waiting for itself. atomic.
 	transit atomic.Int32
 
+	// Per-key ordering (keyed.go). kst is the key state of the item's keyed
+	// instances in flight (chained or active), nil when it has none. Set and
+	// cleared under kst.sh.mu, read lock-free by grab and by the completion
+	// hook, which re-check it under the lock. atomic.
+	// (kchained and kcolor sit in transit's padding.)
+	kchained bool  // guarded by kst.sh.mu: an instance waits in the chain
+	kcolor   uint8 // guarded by kst.sh.mu: the chained instance's flush color
+	kst      atomic.Pointer[keyState]
+	knext    *Work  // guarded by kst.sh.mu: next in the key's chain
+	kprev    *Work  // guarded by kst.sh.mu: previous in the key's chain
+	kseq     uint64 // guarded by kst.sh.mu: the chained instance's seq
+
 	// List links. guarded by the pool lock of the list's pool. The list
 	// it is on (node.List()): pool.worklist, pwq.inactive or a worker's
 	// scheduled list.
@@ -188,6 +200,9 @@ func (w *Work) grab() grabResult {
 		if dw := w.dw; dw != nil && dw.stopTimer() {
 			return grabPending
 		}
+		if ks := w.kst.Load(); ks != nil && ks.grabChained(w) {
+			return grabPending
+		}
 		if pq := w.pwq.Load(); pq != nil && w.grabFromPwq(pq) {
 			return grabPending
 		}
@@ -243,6 +258,7 @@ func backoff(spins int) {
 // and releases the flush waiters it satisfies. Called with PENDING owned.
 func (w *Work) markCancelled() {
 	s := seqOf(w.state.Load())
+	done := false
 	w.mu.Lock()
 	if w.running > 0 && w.runSeq < s {
 		if s > w.cancelUpTo {
@@ -250,9 +266,13 @@ func (w *Work) markCancelled() {
 		}
 	} else if s > w.doneSeq {
 		w.doneSeq = s
+		done = true
 		w.wakeWaitersLocked()
 	}
 	w.mu.Unlock()
+	if done {
+		w.keyedDone(s)
+	}
 }
 
 // release clears PENDING after a grab.
@@ -325,7 +345,9 @@ func (w *Work) finishRun(wk *worker, s uint64) {
 	if len(w.waiters) > 0 {
 		w.wakeWaitersLocked()
 	}
+	d = w.doneSeq
 	w.mu.Unlock()
+	w.keyedDone(d)
 }
 
 func (w *Work) wakeWaitersLocked() {

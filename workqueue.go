@@ -68,6 +68,9 @@ type Workqueue struct {
 	flushLeft      atomic.Int32  // pwqs the current flush still waits for
 	flushDone      chan struct{} // guarded by flushMu; closed when flushLeft reaches 0
 	flushAbandoned chan struct{} // guarded by flushMu: done channel of a flush whose context ended
+
+	keyed  atomic.Pointer[keyTable] // per-key ordering (keyed.go), created by the first QueueKeyed
+	keyedN atomic.Int64             // keyed instances in flight (chained, queued or running)
 }
 
 // pwqTable maps each possible CPU to the pwq that serves items queued
@@ -749,7 +752,8 @@ func (q *Workqueue) modDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bool
 }
 
 // Flush waits until every item queued before the call has finished
-// (items queued later are not waited for). It blocks as long as that
+// (items queued later are not waited for), keyed items waiting in their
+// key's chain included. It blocks as long as that
 // takes; see FlushContext. Called from one of q's own items it would wait
 // for itself: it returns at once and reports ErrDeadlock to the error
 // handler. Mirrors flush_workqueue().
@@ -779,9 +783,14 @@ func (q *Workqueue) FlushContext(ctx context.Context) error {
 	q.mu.Lock()
 	pwqs := append([]*pwq(nil), q.allPwqs...)
 	q.mu.Unlock()
+	kt := q.keyed.Load()
+	nKeyed := 0
+	if kt != nil {
+		nKeyed = keyShards
+	}
 	done := make(chan struct{})
 	q.flushDone = done
-	q.flushLeft.Store(int32(len(pwqs)) + 1)
+	q.flushLeft.Store(int32(len(pwqs)+nKeyed) + 1)
 	for _, pq := range pwqs {
 		p := pq.pool
 		p.mu.Lock()
@@ -794,6 +803,13 @@ func (q *Workqueue) FlushContext(ctx context.Context) error {
 		}
 		pq.flushWaiting = true
 		p.mu.Unlock()
+	}
+	// Keyed items still waiting in their key's chain are not on any pwq
+	// yet: each key-table shard has flush colors of its own.
+	for i := 0; i < nKeyed; i++ {
+		if !kt.shards[i].flip() {
+			q.flushPwqDone()
+		}
 	}
 	q.flushPwqDone()
 	select {
@@ -825,7 +841,8 @@ func (q *Workqueue) inFlight() int {
 	return n
 }
 
-// Drain waits until the queue is empty, flushing repeatedly. While it
+// Drain waits until the queue is empty, flushing repeatedly; keyed items
+// waiting in their key's chain (QueueKeyed) count as queued. While it
 // drains only items running on the queue may queue onto it (chained work);
 // other queue attempts return false and report ErrDraining. Mirrors
 // drain_workqueue().
@@ -847,14 +864,15 @@ func (q *Workqueue) drainLoop(ctx context.Context) error {
 		if err := q.FlushContext(ctx); err != nil {
 			return err
 		}
-		if q.inFlight() == 0 {
+		if q.inFlight() == 0 && q.keyedN.Load() == 0 {
 			return nil
 		}
 	}
 }
 
 // Destroy drains the queue, including work that its items queue onto it
-// while it drains, then releases its pools and threads. Delayed items whose
+// while it drains and keyed items waiting in their key's chain (QueueKeyed),
+// then releases its pools and threads. Delayed items whose
 // timer is still armed on the queue are cancelled, not waited for (the
 // kernel requires them cancelled before destroy_workqueue): they are left
 // idle, so another queue can take them, and reported to the error handler
