@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gowq/wq/internal/ilist"
 	"github.com/gowq/wq/internal/timer"
 )
 
@@ -20,7 +21,7 @@ type DelayedWork struct {
 	cpu     atomic.Int32              // requested CPU of the latest arming, or cpuUnbound
 	armedOn *Workqueue                // guarded by Work.mu: the queue whose armed list holds dw, nil when the timer is not armed
 
-	tnext, tprev *DelayedWork // guarded by armedOn.timerMu: links in the queue's armed list
+	tnode ilist.Node[DelayedWork] // guarded by armedOn.timerMu: link in the queue's armed list
 }
 
 // Init sets the function and resets the item. It mirrors INIT_DELAYED_WORK.
@@ -43,7 +44,7 @@ func NewDelayedWork(fn func()) *DelayedWork {
 // find and cancel them, and the queue's reference on the RT timer threads
 // its RT-class items are armed on. guarded by Workqueue.timerMu.
 type timerList struct {
-	head *DelayedWork
+	ilist.List[DelayedWork]
 	// rt is the RT timer set of the queue's class priority, taken at the
 	// first arming while the queue's class is RT and given back by
 	// closeTimers (Destroy). A queue switched to another RT priority keeps
@@ -51,25 +52,8 @@ type timerList struct {
 	rt *timer.RTSet
 }
 
-func (l *timerList) push(dw *DelayedWork) {
-	dw.tprev, dw.tnext = nil, l.head
-	if l.head != nil {
-		l.head.tprev = dw
-	}
-	l.head = dw
-}
-
-func (l *timerList) remove(dw *DelayedWork) {
-	if dw.tprev != nil {
-		dw.tprev.tnext = dw.tnext
-	} else {
-		l.head = dw.tnext
-	}
-	if dw.tnext != nil {
-		dw.tnext.tprev = dw.tprev
-	}
-	dw.tnext, dw.tprev = nil, nil
-}
+func (l *timerList) push(dw *DelayedWork)   { l.PushFront(&dw.tnode, dw) }
+func (l *timerList) remove(dw *DelayedWork) { l.Remove(&dw.tnode) }
 
 // stopTimer stops an armed timer. It returns true when it stopped it: the
 // caller then owns the armed instance's PENDING. Lock order: Work.mu, then
@@ -139,7 +123,7 @@ func (q *Workqueue) timerDone() {
 // wakeTimerWaiterLocked releases closeTimers once nothing is armed or
 // firing. Called with timerMu held.
 func (q *Workqueue) wakeTimerWaiterLocked() {
-	if q.firing == 0 && q.armed.head == nil && q.timerIdle != nil {
+	if q.firing == 0 && q.armed.Empty() && q.timerIdle != nil {
 		close(q.timerIdle)
 		q.timerIdle = nil
 	}
@@ -224,7 +208,7 @@ func (q *Workqueue) closeTimers() []string {
 	q.timerMu.Lock()
 	q.timersClosed = true
 	var armed []*DelayedWork
-	for dw := q.armed.head; dw != nil; dw = dw.tnext {
+	for dw := q.armed.Front(); dw != nil; dw = dw.tnode.Next() {
 		armed = append(armed, dw)
 	}
 	q.timerMu.Unlock()
@@ -234,7 +218,7 @@ func (q *Workqueue) closeTimers() []string {
 		}
 	}
 	q.timerMu.Lock()
-	for q.firing > 0 || q.armed.head != nil {
+	for q.firing > 0 || !q.armed.Empty() {
 		ch := make(chan struct{})
 		q.timerIdle = ch
 		q.timerMu.Unlock()
