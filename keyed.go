@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"hash/maphash"
 	"sync"
+
+	"github.com/gowq/wq/internal/ilist"
 )
 
 // Per-key ordering, a gowq extension (no kernel counterpart).
@@ -71,11 +73,10 @@ type keyShard struct {
 type keyState struct {
 	sh          *keyShard // immutable: a key state is reused only in its shard
 	key         uint64
-	active      *Work  // the item of the active instance; never nil while in the map
-	activeSeq   uint64 // the active instance's seq
-	activeColor uint8  // the active instance's flush color
-	head, tail  *Work  // the chain, oldest first
-	n           int    // items in the chain
+	active      *Work            // the item of the active instance; never nil while in the map
+	activeSeq   uint64           // the active instance's seq
+	activeColor uint8            // the active instance's flush color
+	chain       ilist.List[Work] // the chain, oldest first (linked through Work.knode)
 	nextFree    *keyState
 }
 
@@ -237,7 +238,8 @@ func (sh *keyShard) get(key uint64) *keyState {
 // put unlinks ks from the map and keeps it for reuse. Called with mu held.
 func (sh *keyShard) put(ks *keyState) {
 	delete(sh.m, ks.key)
-	ks.active, ks.head, ks.tail, ks.n = nil, nil, nil, 0
+	ks.active = nil
+	ks.chain = ilist.List[Work]{}
 	if len(sh.m) == 0 && sh.peak > keyMapShrink {
 		sh.m, sh.peak = nil, 0
 	}
@@ -273,31 +275,11 @@ func (sh *keyShard) flip() bool {
 	return true
 }
 
-func (ks *keyState) pushBack(w *Work) {
-	w.knext, w.kprev = nil, ks.tail
-	if ks.tail != nil {
-		ks.tail.knext = w
-	} else {
-		ks.head = w
-	}
-	ks.tail = w
-	ks.n++
-}
+func (ks *keyState) pushBack(w *Work) { ks.chain.PushBack(&w.knode, w) }
 
 func (ks *keyState) remove(w *Work) {
-	if w.kprev != nil {
-		w.kprev.knext = w.knext
-	} else {
-		ks.head = w.knext
-	}
-	if w.knext != nil {
-		w.knext.kprev = w.kprev
-	} else {
-		ks.tail = w.kprev
-	}
-	w.knext, w.kprev = nil, nil
+	ks.chain.Remove(&w.knode)
 	w.kchained = false
-	ks.n--
 }
 
 // conflicts reports whether w has a keyed instance in flight under ks
@@ -376,7 +358,7 @@ func (w *Work) keyedDone(d uint64) {
 		w.kst.Store(nil)
 	}
 	sh.doneLocked(ks.activeColor)
-	n := ks.head
+	n := ks.chain.Front()
 	if n == nil {
 		sh.put(ks)
 		sh.mu.Unlock()

@@ -49,9 +49,8 @@ type Work struct {
 	kchained bool  // guarded by kst.sh.mu: an instance waits in the chain
 	kcolor   uint8 // guarded by kst.sh.mu: the chained instance's flush color
 	kst      atomic.Pointer[keyState]
-	knext    *Work  // guarded by kst.sh.mu: next in the key's chain
-	kprev    *Work  // guarded by kst.sh.mu: previous in the key's chain
-	kseq     uint64 // guarded by kst.sh.mu: the chained instance's seq
+	knode    ilist.Node[Work] // guarded by kst.sh.mu: link in the key's chain
+	kseq     uint64           // guarded by kst.sh.mu: the chained instance's seq
 
 	// List links. guarded by the pool lock of the list's pool. The list
 	// it is on (node.List()): pool.worklist, pwq.inactive or a worker's
