@@ -125,3 +125,25 @@ func SetCMTick(d time.Duration) (restore func()) {
 
 // CMPolls returns the CM monitor's fast samples and all samples so far.
 func CMPolls() (fast, all int64) { return cmPolls.fast.Load(), cmPolls.all.Load() }
+
+// HoldWakeups makes every worker of the pool serving q's pwq for cpu block
+// when it is woken, before it takes an item, until release is called: the
+// pool cannot start anything, as when its workers cannot get their CPU.
+// Only one hold at a time.
+func HoldWakeups(q *Workqueue, cpu int) (release func()) {
+	target := q.table.Load().cpu[cpu].pool
+	ch := make(chan struct{})
+	h := func(p *pool) {
+		if p == target {
+			<-ch
+		}
+	}
+	wakeHook.Store(&h)
+	return func() {
+		wakeHook.Store(nil)
+		close(ch)
+	}
+}
+
+// EscapeTarget is escapeTarget on the current topology.
+func EscapeTarget(cpu int) []int { return escapeTarget(currentTopology(), cpu).List() }

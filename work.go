@@ -45,6 +45,7 @@ type Work struct {
 	list       *workList // the list it is on: pool.worklist, pwq.inactive or a worker's scheduled list
 	color      uint8     // flush color of the pwq at insertion
 	queuedAt   int64     // ns, monotonic, when inserted (for latency stats)
+	activeAt   int64     // ns, monotonic, when put on the worklist (escape_after); guarded by the pool lock
 
 	mu         sync.Mutex    // guards the fields below
 	cancelers  int           // guarded by mu: CancelSync/DisableSync calls holding the item (CANCELING)

@@ -65,6 +65,10 @@ type Workqueue struct {
 	flushLeft      atomic.Int32  // pwqs the current flush still waits for
 	flushDone      chan struct{} // guarded by flushMu; closed when flushLeft reaches 0
 	flushAbandoned chan struct{} // guarded by flushMu: done channel of a flush whose context ended
+
+	// Adaptive placement (escape.go).
+	escaper     atomic.Pointer[rescuer] // per-CPU queues with escape_after: set once, under mu
+	escapeAfter atomic.Int64            // ns; 0: items never escape
 }
 
 // pwqTable maps each possible CPU to the pwq that serves items queued
@@ -183,10 +187,16 @@ func alloc(name string, flags Flags, maxActive int, opts []Option) (*Workqueue, 
 	if flags&MemReclaim != 0 {
 		q.rescuer = newRescuer(q)
 	}
+	if o.escapeSet && (o.escapeAfter < 0 || q.unbound) {
+		return nil, fmt.Errorf("alloc_workqueue(%q): %w: escape_after %v: only per-CPU queues, and not negative", name, ErrInvalidArgument, o.escapeAfter)
+	}
 	q.mu.Lock()
 	q.installTable(currentTopology())
 	q.mu.Unlock()
 	registerQueue(q)
+	if o.escapeSet && o.escapeAfter > 0 {
+		_ = q.SetEscapeAfter(o.escapeAfter) // validated above
+	}
 	return q, nil
 }
 
@@ -194,7 +204,9 @@ func alloc(name string, flags Flags, maxActive int, opts []Option) (*Workqueue, 
 type Option func(*options)
 
 type options struct {
-	fallback bool
+	fallback    bool
+	escapeAfter time.Duration
+	escapeSet   bool
 }
 
 // AllowRTFallback makes Alloc of an RT queue fall back to the HighPri class
@@ -831,6 +843,10 @@ func (q *Workqueue) Destroy() {
 	unregisterQueue(q)
 	if q.rescuer != nil {
 		q.rescuer.stop()
+	}
+	if r := q.escaper.Load(); r != nil {
+		r.stop()
+		recomputeEscMin()
 	}
 	q.mu.Lock()
 	pwqs := q.allPwqs
