@@ -162,8 +162,22 @@ func cmMonitor(stop, done chan struct{}) {
 			// Light idle: poll at cmIdlePoll, so that the workers' hot path
 			// needs no notification while the pools are in use.
 			fast, interval = false, cmFastPoll
-			if cmWait(t, cmIdlePoll, stop, snap) {
+			if ea := time.Duration(escMin.Load()); ea > 0 && ea < cmIdlePoll {
+				// An escape queue is live: poll at its escape_after
+				// (escape.go), with an exact sleep.
+				sched.Nanosleep(int64(max(cmFastPoll, ea)))
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				continue
+			}
+			t.Reset(cmIdlePoll)
+			select {
+			case <-stop:
 				return
+			case <-t.C:
 			}
 			continue
 		} else {
@@ -197,17 +211,12 @@ func cmMonitor(stop, done chan struct{}) {
 			}
 			sleep = min(sleep, d)
 		}
-		if ea := escMin.Load(); ea > 0 && !esc && int64(sleep) > ea {
-			// An escape queue is live and no pool is marked: a sleep
-			// longer than its escape_after must be cut short by the
-			// first activation that marks a pool (escNotify).
-			if cmWait(t, sleep, stop, snap) {
-				return
-			}
-			if sleep < tickNs {
-				cmPolls.fast.Add(1)
-			}
-		} else if sleep < tickNs {
+		if ea := time.Duration(escMin.Load()); ea > 0 && !esc && sleep > ea {
+			// An escape queue is live and no pool is marked: look again
+			// within its escape_after, for items activated meanwhile.
+			sleep = max(cmFastPoll, ea)
+		}
+		if sleep < tickNs {
 			// An exact sleep on this locked thread (SCHED_FIFO or timer
 			// slack 1 ns): a Go timer would add the wake-up of another
 			// thread and tens of us.
@@ -414,32 +423,4 @@ func (p *pool) wakeOrCreate() {
 		return
 	}
 	p.createWorker()
-}
-
-// cmWait sleeps d on timer t, or until stop (it then returns true). While
-// an escape queue is live it also returns early when an activation marks
-// a pool (escNotify sends on cmMon.wake while escWake is set); a pool
-// already marked makes it return at once.
-func cmWait(t *time.Timer, d time.Duration, stop chan struct{}, snap []*pool) bool {
-	var wake chan struct{}
-	if escMin.Load() > 0 {
-		escWake.Store(true)
-		defer escWake.Store(false)
-		// Re-check after publishing escWake, so that a mark set in between
-		// is seen.
-		for _, p := range snap {
-			if p.escWatch.Load() {
-				return false
-			}
-		}
-		wake = cmMon.wake
-	}
-	t.Reset(d)
-	select {
-	case <-stop:
-		return true
-	case <-t.C:
-	case <-wake:
-	}
-	return false
 }

@@ -39,15 +39,18 @@ import (
 // of every marked pool and sleeps until the earliest item falls due; an
 // overdue item sends its pwq to the queue's escaper (as a mayday does),
 // whose thread is woken by futex. A scan that finds no eligible item
-// clears the mark. While no pool is marked, a live escape queue caps the
-// monitor's sleep only through its wake channel: the first item after a
-// quiet period (no mark set) wakes a monitor that sleeps longer than
-// escape_after with a channel send, once per quiet period, not per item.
+// clears the mark. While an escape queue is live and the monitor is not
+// in deep idle (a second with nothing busy and nothing marked), it never
+// sleeps longer than the shortest escape_after (at least cmFastPoll), so
+// it finds a newly marked pool without being woken: waking it from the
+// queueing path (a channel send inside the pool lock) doubled the idle
+// p50 of escape queues in the lab. From deep idle the first activation
+// wakes it, as cmNotifyBusy does.
 //
 // Worst case, from activation to the start elsewhere: escape_after, plus
-// one monitor sample (cmFastPoll, 20 us, when the monitor was polling;
-// the wake-up of the monitor, a few us at SCHED_FIFO, when it slept),
-// plus the escaper's wake-up and its affinity change (a futex wake and
+// up to one more escape_after (at least cmFastPoll, 20 us) until the
+// monitor's next sample (from deep idle: its wake-up, a few us at
+// SCHED_FIFO, plus cmFastPoll), plus the escaper's wake-up and its affinity change (a futex wake and
 // two system calls), plus the pool lock if the stalled CPU's worker or
 // queuer was preempted holding it. One escaper per queue runs the overdue
 // items one after another; two stalled CPUs share it.
@@ -56,11 +59,6 @@ import (
 // woken, before it takes the pool lock; blocking in it models a worker
 // that cannot get its CPU (seed 004).
 var wakeHook atomic.Pointer[func(p *pool)]
-
-// escWake is set by the CM monitor while it sleeps longer than the
-// shortest escape_after of the live queues with no pool marked; the first
-// activation that marks a pool then wakes it (escNotify).
-var escWake atomic.Bool
 
 // escMin is the shortest escape_after (ns) of the live queues, 0 when no
 // queue escapes. Recomputed on every escape_after write and Destroy.
@@ -77,13 +75,13 @@ func recomputeEscMin() {
 }
 
 // escNotify marks p as holding items that may escape and wakes the CM
-// monitor if it sleeps past them. Called with p.mu held.
+// monitor if it is in deep idle (as cmNotifyBusy). Called with p.mu held.
 func (p *pool) escNotify() {
 	if p.escWatch.Load() {
 		return
 	}
 	p.escWatch.Store(true)
-	if escWake.Load() || cmMon.idle.Load() {
+	if cmMon.idle.Load() {
 		select {
 		case cmMon.wake <- struct{}{}:
 		default:
