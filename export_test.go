@@ -56,6 +56,8 @@ func (q *Workqueue) Stat(name string) int64 {
 			n += s.mayday.Load()
 		case "rescued":
 			n += s.rescued.Load()
+		case "escaped":
+			n += s.escaped.Load()
 		case "panics":
 			n += s.panics.Load()
 		}
