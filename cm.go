@@ -135,8 +135,9 @@ func cmMonitor(stop, done chan struct{}) {
 	interval := cmFastPoll
 	fast := false
 	// Adaptive placement (escape.go): escNext is when the escape scans
-	// want to look again (ns, 0: no pool holds an eligible item).
-	var escNext int64
+	// want to look again (ns, 0: no pool holds an eligible item);
+	// escLastMark is when a marked pool was last seen.
+	var escNext, escLastMark int64
 	var escWakes []*worker
 	defer func() {
 		for _, e := range stats {
@@ -156,15 +157,21 @@ func cmMonitor(stop, done chan struct{}) {
 			}
 		})
 		now := nanotime()
+		if esc {
+			escLastMark = now
+		}
+		// escHot: an escape queue is live and was used within escHold:
+		// poll at its escape_after rather than be woken (escape.go).
+		ea := time.Duration(escMin.Load())
+		escHot := ea > 0 && now-escLastMark < int64(escHold)
 		if busy || esc {
 			lastBusy = now
 		} else if now-lastBusy < int64(cmDeepIdleAfter) {
 			// Light idle: poll at cmIdlePoll, so that the workers' hot path
 			// needs no notification while the pools are in use.
 			fast, interval = false, cmFastPoll
-			if ea := time.Duration(escMin.Load()); ea > 0 && ea < cmIdlePoll {
-				// An escape queue is live: poll at its escape_after
-				// (escape.go), with an exact sleep.
+			if escHot && ea < cmIdlePoll {
+				// Poll at escape_after, with an exact sleep.
 				sched.Nanosleep(int64(max(cmFastPoll, ea)))
 				select {
 				case <-stop:
@@ -173,11 +180,8 @@ func cmMonitor(stop, done chan struct{}) {
 				}
 				continue
 			}
-			t.Reset(cmIdlePoll)
-			select {
-			case <-stop:
+			if cmWait(t, cmIdlePoll, stop, snap) {
 				return
-			case <-t.C:
 			}
 			continue
 		} else {
@@ -211,12 +215,21 @@ func cmMonitor(stop, done chan struct{}) {
 			}
 			sleep = min(sleep, d)
 		}
-		if ea := time.Duration(escMin.Load()); ea > 0 && !esc && sleep > ea {
-			// An escape queue is live and no pool is marked: look again
-			// within its escape_after, for items activated meanwhile.
-			sleep = max(cmFastPoll, ea)
-		}
-		if sleep < tickNs {
+		if ea > 0 && !esc && sleep > ea && !escHot {
+			// An escape queue is live, quiet for escHold: sleep, but
+			// let the first activation that marks a pool wake us.
+			if cmWait(t, sleep, stop, snap) {
+				return
+			}
+			if sleep < tickNs {
+				cmPolls.fast.Add(1)
+			}
+		} else if sleep < tickNs {
+			if ea > 0 && !esc && sleep > ea {
+				// Look again within escape_after, for items activated
+				// meanwhile.
+				sleep = max(cmFastPoll, ea)
+			}
 			// An exact sleep on this locked thread (SCHED_FIFO or timer
 			// slack 1 ns): a Go timer would add the wake-up of another
 			// thread and tens of us.
@@ -423,4 +436,32 @@ func (p *pool) wakeOrCreate() {
 		return
 	}
 	p.createWorker()
+}
+
+// cmWait sleeps d on timer t, or until stop (it then returns true). While
+// an escape queue is live it also returns early when an activation marks
+// a pool (escNotify sends on cmMon.wake while escWake is set); a pool
+// already marked makes it return at once.
+func cmWait(t *time.Timer, d time.Duration, stop chan struct{}, snap []*pool) bool {
+	var wake chan struct{}
+	if escMin.Load() > 0 {
+		escWake.Store(true)
+		defer escWake.Store(false)
+		// Re-check after publishing escWake, so that a mark set in between
+		// is seen.
+		for _, p := range snap {
+			if p.escWatch.Load() {
+				return false
+			}
+		}
+		wake = cmMon.wake
+	}
+	t.Reset(d)
+	select {
+	case <-stop:
+		return true
+	case <-t.C:
+	case <-wake:
+	}
+	return false
 }

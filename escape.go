@@ -39,18 +39,23 @@ import (
 // of every marked pool and sleeps until the earliest item falls due; an
 // overdue item sends its pwq to the queue's escaper (as a mayday does),
 // whose thread is woken by futex. A scan that finds no eligible item
-// clears the mark. While an escape queue is live and the monitor is not
-// in deep idle (a second with nothing busy and nothing marked), it never
-// sleeps longer than the shortest escape_after (at least cmFastPoll), so
-// it finds a newly marked pool without being woken: waking it from the
-// queueing path (a channel send inside the pool lock) doubled the idle
-// p50 of escape queues in the lab. From deep idle the first activation
-// wakes it, as cmNotifyBusy does.
+// clears the mark. For escHold (10 ms) after it last saw a marked pool,
+// the monitor never sleeps longer than the shortest escape_after of the
+// live queues (at least cmFastPoll), so that it finds newly marked pools
+// without being woken: waking it from the queueing path (a channel send
+// inside the pool lock) doubled the lab's idle p50 of escape queues when
+// it happened for every item. After escHold without a mark it sleeps as
+// usual (escWake set), and the first marking activation wakes it: one
+// channel send per quiet period. Measured on the lab VM, one item per
+// 100 ms for 2 s (so one wake-up and 10 ms of polling per item): process
+// CPU 48 ms with escape off, 115 ms with escape_after 20 us, 35 ms with
+// 200 us (noise). Polling at 20 us for a whole second of sparse items
+// had cost 577 ms.
 //
 // Worst case, from activation to the start elsewhere: escape_after, plus
 // up to one more escape_after (at least cmFastPoll, 20 us) until the
-// monitor's next sample (from deep idle: its wake-up, a few us at
-// SCHED_FIFO, plus cmFastPoll), plus the escaper's wake-up and its affinity change (a futex wake and
+// monitor's next sample (after a quiet period: the monitor's wake-up
+// through a Go channel, a few us to tens of us, plus cmFastPoll), plus the escaper's wake-up and its affinity change (a futex wake and
 // two system calls), plus the pool lock if the stalled CPU's worker or
 // queuer was preempted holding it. One escaper per queue runs the overdue
 // items one after another; two stalled CPUs share it.
@@ -74,14 +79,24 @@ func recomputeEscMin() {
 	escMin.Store(m)
 }
 
+// escHold is how long after it last saw a marked pool the CM monitor keeps
+// polling at escape_after; after that it sleeps as usual and the next
+// marking activation wakes it (escWake).
+const escHold = 10 * time.Millisecond
+
+// escWake is set by the CM monitor while it sleeps past escape_after
+// (quiet for escHold, or in deep idle); the next activation that marks a
+// pool then wakes it (escNotify).
+var escWake atomic.Bool
+
 // escNotify marks p as holding items that may escape and wakes the CM
-// monitor if it is in deep idle (as cmNotifyBusy). Called with p.mu held.
+// monitor if it sleeps past them. Called with p.mu held.
 func (p *pool) escNotify() {
 	if p.escWatch.Load() {
 		return
 	}
 	p.escWatch.Store(true)
-	if cmMon.idle.Load() {
+	if escWake.Load() || cmMon.idle.Load() {
 		select {
 		case cmMon.wake <- struct{}{}:
 		default:
