@@ -423,6 +423,10 @@ func TestAttrsWrite(t *testing.T) {
 	}
 	// Work still runs with the new limit.
 	run(q, 3, func() {})
+	// escape_after (a gowq extension) is a per-CPU queue's attribute.
+	if r := do(t, srv, http.MethodPost, "/attrs/wh_rw/escape_after", "50us"); r.code != http.StatusOK || r.body != "50us\n" || q.EscapeAfter() != 50*time.Microsecond {
+		t.Errorf("POST escape_after 50us: %d %q, EscapeAfter %v", r.code, r.body, q.EscapeAfter())
+	}
 
 	type bad struct {
 		path, value string
@@ -443,6 +447,8 @@ func TestAttrsWrite(t *testing.T) {
 		{"/attrs/wh_rw_unbound/affinity_scope", "bogus", http.StatusBadRequest, "invalid argument"},
 		{"/attrs/wh_rw_unbound/affinity_strict", "2", http.StatusBadRequest, "invalid argument"},
 		{"/attrs/wh_rw_unbound/cpumask", "zz", http.StatusBadRequest, "invalid argument"},
+		{"/attrs/wh_rw/escape_after", "-1ms", http.StatusBadRequest, "invalid argument"},
+		{"/attrs/wh_rw_unbound/escape_after", "50us", http.StatusNotFound, "no attribute"},
 		{"/attrs/global/cpu_intensive_thresh_us", "-1", http.StatusBadRequest, "invalid argument"},
 		{"/attrs/global/watchdog_thresh", "soon", http.StatusBadRequest, "invalid argument"},
 		{"/attrs/global/bogus", "1", http.StatusNotFound, "no global attribute"},
