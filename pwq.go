@@ -157,7 +157,9 @@ func (pq *pwq) activateInactive() {
 	for !pq.inactive.empty() && pq.lim.tryInc() {
 		w := pq.inactive.popFront()
 		pq.lim.nrInactive.Add(-1)
-		w.activeAt = nanotime()
+		if pq.wq.escapeAfter.Load() != 0 {
+			w.activeAt = nanotime() // escape_after counts from here
+		}
 		pq.activate(w)
 	}
 }
