@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/wqtrace"
 )
 
 // escapeCPU returns a CPU whose items can escape (another CPU is online),
@@ -50,6 +51,45 @@ func allocEscape(t *testing.T, name string, flags wq.Flags, maxActive int, d tim
 // nothing meanwhile.
 func TestEscapeRunsElsewhere(t *testing.T) {
 	testEscapeRunsElsewhere(t, 0)
+}
+
+type cpuTracer struct {
+	mu   sync.Mutex
+	cpus map[string]int // function name -> CPU of its execute_start
+}
+
+func (c *cpuTracer) Trace(ev *wqtrace.Event) {
+	if ev.Kind == wqtrace.ExecuteStart && ev.Workqueue == "esc-trace" {
+		c.mu.Lock()
+		c.cpus[ev.Function] = ev.CPU
+		c.mu.Unlock()
+	}
+}
+
+// The execute_start event of an escaped item names the CPU it ran on.
+func TestEscapeTraceCPU(t *testing.T) {
+	cpu := escapeCPU(t)
+	tr := &cpuTracer{cpus: map[string]int{}}
+	wq.SetTracer(tr)
+	defer wq.SetTracer(nil)
+	q := allocEscape(t, "esc-trace", wq.PerCPU, 0, time.Millisecond)
+	holdPool(t, q, cpu)
+	ran := make(chan int, 1)
+	w := wq.NewWork(func() { ran <- wq.GetCPU() })
+	q.QueueOn(cpu, w)
+	got := <-ran
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if len(tr.cpus) != 1 {
+		t.Fatalf("execute_start events: %v, want one", tr.cpus)
+	}
+	for fn, c := range tr.cpus {
+		// (The escaper may move between the event and the function when
+		// its affinity holds several CPUs; never to the held one.)
+		if c == cpu || got == cpu {
+			t.Errorf("execute_start of %s on CPU %d, the item on %d: queued on the held CPU %d", fn, c, got, cpu)
+		}
+	}
 }
 
 // The same for an RT|PerCPU queue: the escaper takes the RT class.
