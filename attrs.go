@@ -27,18 +27,21 @@ import (
 var queueAttrNames = []string{"per_cpu", "max_active", "policy", "nice", "cpumask", "affinity_scope", "affinity_strict"}
 
 // AttrNames returns the names of q's attributes (the unbound-only ones
-// only for unbound queues).
+// only for unbound queues; escape_after, a gowq extension, only for
+// per-CPU queues).
 func (q *Workqueue) AttrNames() []string {
 	if q.unbound {
 		return append([]string(nil), queueAttrNames...)
 	}
-	return append([]string(nil), queueAttrNames[:3]...)
+	return append(append([]string(nil), queueAttrNames[:3]...), "escape_after")
 }
 
 // Attr reads attribute name of q: per_cpu ("0"/"1"), max_active, policy
 // ("normal", "highpri", "fifo"), and for unbound queues nice, cpumask (hex
 // mask, as the kernel prints it), affinity_scope ("default" or a scope
-// name) and affinity_strict ("0"/"1"). Unknown names: ErrInvalidArgument.
+// name) and affinity_strict ("0"/"1"), and for per-CPU queues
+// escape_after (a Go duration such as "50us", "0" when off; a gowq
+// extension, see SetEscapeAfter). Unknown names: ErrInvalidArgument.
 func (q *Workqueue) Attr(name string) (string, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -50,6 +53,14 @@ func (q *Workqueue) Attr(name string) (string, error) {
 		return strconv.Itoa(int(q.maxActive.Load())), nil
 	case "policy":
 		return a.policy.String(), nil
+	case "escape_after":
+		if !q.unbound {
+			d := time.Duration(q.escapeAfter.Load())
+			if d == 0 {
+				return "0", nil
+			}
+			return strings.ReplaceAll(d.String(), "µ", "u"), nil
+		}
 	}
 	if q.unbound {
 		switch name {
@@ -81,7 +92,9 @@ func b01(b bool) string {
 }
 
 // SetAttr writes attribute name of q (see Attr for names and formats).
-// per_cpu is read-only (ErrReadOnly). On RT queues nice, affinity_scope,
+// per_cpu is read-only (ErrReadOnly). escape_after takes a Go duration
+// ("50us", "1ms") or a plain number of microseconds ("50"); see
+// SetEscapeAfter. On RT queues nice, affinity_scope,
 // affinity_strict and policy are read-only (ErrReadOnly), as with seed
 // 002's WQ_RT. Items already running finish on their old workers; new ones
 // go to pools with the new attributes. Safe from any goroutine.
@@ -108,6 +121,12 @@ func (q *Workqueue) SetAttr(name, value string) error {
 			return err
 		}
 		return q.SetPolicy(p)
+	case "escape_after":
+		d, err := parseEscapeAfter(v)
+		if err != nil {
+			return err
+		}
+		return q.SetEscapeAfter(d)
 	}
 	if !q.unbound {
 		return fmt.Errorf("%w: workqueue %s (per-CPU) has no attribute %q", ErrInvalidArgument, q.name, name)

@@ -142,6 +142,11 @@ func cmMonitor(stop, done chan struct{}) {
 	// pool has pending work behind a busy worker.
 	interval := cmFastPoll
 	fast := false
+	// Adaptive placement (escape.go): escNext is when the escape scans
+	// want to look again (ns, 0: no pool holds an eligible item);
+	// escLastMark is when a marked pool was last seen.
+	var escNext, escLastMark int64
+	var escWakes []*worker
 	defer func() {
 		for _, e := range stats {
 			_ = e.r.Close()
@@ -149,25 +154,42 @@ func cmMonitor(stop, done chan struct{}) {
 	}()
 	for {
 		snap = snap[:0]
-		busy := false
+		busy, esc := false, false
 		cmMon.each(func(p *pool, _ struct{}) {
 			snap = append(snap, p)
 			if p.busy.Load() > 0 {
 				busy = true
 			}
+			if p.escWatch.Load() {
+				esc = true
+			}
 		})
 		now := nanotime()
-		if busy {
+		if esc {
+			escLastMark = now
+		}
+		// escHot: an escape queue is live and was used within escHold:
+		// poll at its escape_after rather than be woken (escape.go).
+		ea := time.Duration(escMin.Load())
+		escHot := ea > 0 && now-escLastMark < int64(escHold)
+		if busy || esc {
 			lastBusy = now
 		} else if now-lastBusy < int64(cmDeepIdleAfter) {
 			// Light idle: poll at cmIdlePoll, so that the workers' hot path
 			// needs no notification while the pools are in use.
 			fast, interval = false, cmFastPoll
-			t.Reset(cmIdlePoll)
-			select {
-			case <-stop:
+			if escHot && ea < cmIdlePoll {
+				// Poll at escape_after, with an exact sleep.
+				sched.Nanosleep(int64(max(cmFastPoll, ea)))
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				continue
+			}
+			if cmWait(t, cmIdlePoll, stop, snap) {
 				return
-			case <-t.C:
 			}
 			continue
 		} else {
@@ -176,7 +198,7 @@ func cmMonitor(stop, done chan struct{}) {
 			cmMon.idle.Store(true)
 			// Re-check after publishing idle, so a start in between is seen.
 			for _, p := range snap {
-				if p.busy.Load() > 0 {
+				if p.busy.Load() > 0 || p.escWatch.Load() {
 					busy = true
 				}
 			}
@@ -192,11 +214,34 @@ func cmMonitor(stop, done chan struct{}) {
 			lastBusy = nanotime()
 		}
 		tickNs := time.Duration(cmTick.Load())
-		if interval < tickNs {
+		sleep := interval
+		if esc {
+			// Escape deadlines: sleep until the earliest item falls due.
+			d := cmFastPoll
+			if escNext > 0 {
+				d = max(cmFastPoll, time.Duration(escNext-now))
+			}
+			sleep = min(sleep, d)
+		}
+		if ea > 0 && !esc && sleep > ea && !escHot {
+			// An escape queue is live, quiet for escHold: sleep, but
+			// let the first activation that marks a pool wake us.
+			if cmWait(t, sleep, stop, snap) {
+				return
+			}
+			if sleep < tickNs {
+				cmPolls.fast.Add(1)
+			}
+		} else if sleep < tickNs {
+			if ea > 0 && !esc && sleep > ea {
+				// Look again within escape_after, for items activated
+				// meanwhile.
+				sleep = max(cmFastPoll, ea)
+			}
 			// An exact sleep on this locked thread (SCHED_FIFO or timer
 			// slack 1 ns): a Go timer would add the wake-up of another
 			// thread and tens of us.
-			sched.Nanosleep(int64(interval))
+			sched.Nanosleep(int64(sleep))
 			select {
 			case <-stop:
 				return
@@ -204,7 +249,7 @@ func cmMonitor(stop, done chan struct{}) {
 			}
 			cmPolls.fast.Add(1)
 		} else {
-			t.Reset(tickNs)
+			t.Reset(sleep)
 			select {
 			case <-stop:
 				return
@@ -238,6 +283,25 @@ func cmMonitor(stop, done chan struct{}) {
 			interval = min(2*interval, tickNs, cmBackoffMax)
 		}
 		fast = wantFast
+		escNext = 0
+		if esc || escMin.Load() > 0 {
+			now = nanotime()
+			for _, p := range snap {
+				if p.escWatch.Load() {
+					var nx int64
+					nx, escWakes = p.escScan(now, escWakes)
+					if nx > 0 && (escNext == 0 || nx < escNext) {
+						escNext = nx
+					}
+				}
+			}
+			// Escapers are woken after the pool locks are free (poolMutex).
+			for i, wk := range escWakes {
+				wk.parker.Unpark()
+				escWakes[i] = nil
+			}
+			escWakes = escWakes[:0]
+		}
 		if tick%1024 == 0 {
 			for tid, e := range stats {
 				if tick-e.used > 1024 {
@@ -410,4 +474,32 @@ func (p *pool) wakeOrCreate() {
 		return
 	}
 	p.createWorker()
+}
+
+// cmWait sleeps d on timer t, or until stop (it then returns true). While
+// an escape queue is live it also returns early when an activation marks
+// a pool (escNotify sends on cmMon.wake while escWake is set); a pool
+// already marked makes it return at once.
+func cmWait(t *time.Timer, d time.Duration, stop chan struct{}, snap []*pool) bool {
+	var wake chan struct{}
+	if escMin.Load() > 0 {
+		escWake.Store(true)
+		defer escWake.Store(false)
+		// Re-check after publishing escWake, so that a mark set in between
+		// is seen.
+		for _, p := range snap {
+			if p.escWatch.Load() {
+				return false
+			}
+		}
+		wake = cmMon.wake
+	}
+	t.Reset(d)
+	select {
+	case <-stop:
+		return true
+	case <-t.C:
+	case <-wake:
+	}
+	return false
 }

@@ -56,6 +56,8 @@ func (q *Workqueue) Stat(name string) int64 {
 			n += s.mayday.Load()
 		case "rescued":
 			n += s.rescued.Load()
+		case "escaped":
+			n += s.escaped.Load()
 		case "panics":
 			n += s.panics.Load()
 		}
@@ -129,3 +131,25 @@ func CMPolls() (fast, all int64) { return cmPolls.fast.Load(), cmPolls.all.Load(
 // UnboundBlockingEntries counts the times an unbound pool was seen with a
 // blocked worker and lifted its CPU-count limit.
 func UnboundBlockingEntries() int64 { return unboundBlockingEntries.Load() }
+
+// HoldWakeups makes every worker of the pool serving q's pwq for cpu block
+// when it is woken, before it takes an item, until release is called: the
+// pool cannot start anything, as when its workers cannot get their CPU.
+// Only one hold at a time.
+func HoldWakeups(q *Workqueue, cpu int) (release func()) {
+	target := q.table.Load().cpu[cpu].pool
+	ch := make(chan struct{})
+	h := func(p *pool) {
+		if p == target {
+			<-ch
+		}
+	}
+	wakeHook.Store(&h)
+	return func() {
+		wakeHook.Store(nil)
+		close(ch)
+	}
+}
+
+// EscapeTarget is escapeTarget on the current topology.
+func EscapeTarget(cpu int) []int { return escapeTarget(currentTopology(), cpu).List() }

@@ -158,7 +158,26 @@ var (
 		{"ordered-rt", wq.RT, true, createWorks},
 		{"percpu-1-rt", wq.PerCPU | wq.RT, false, createWorks},
 	}
+	// escapeVariants are per-CPU queues with escape_after (escape.go,
+	// variantEscape): items escape whenever the pool's worker is late;
+	// with no worker creatable, the escaper runs every instance.
+	escapeVariants = []modelVariant{
+		{"percpu-1-escape", wq.PerCPU, false, createWorks},
+		{"percpu-1-escape-nocreate", wq.PerCPU, false, createFailsAll},
+	}
+	variantEscape = map[string]time.Duration{
+		"percpu-1-escape":          20 * time.Microsecond,
+		"percpu-1-escape-nocreate": 20 * time.Microsecond,
+	}
 )
+
+// allocOpts are the Alloc options of a variant.
+func (v modelVariant) allocOpts() []wq.Option {
+	if d := variantEscape[v.name]; d > 0 {
+		return []wq.Option{wq.EscapeAfter(d)}
+	}
+	return nil
+}
 
 // cmd is an order to the running item's function.
 type cmd struct {
@@ -603,7 +622,7 @@ func runModel(rt *rapid.T, v modelVariant, maxOps int) {
 	if v.ordered {
 		h.q, err = wq.AllocOrdered("model", v.flags)
 	} else {
-		h.q, err = wq.Alloc("model", v.flags, 1)
+		h.q, err = wq.Alloc("model", v.flags, 1, v.allocOpts()...)
 	}
 	if err != nil {
 		rt.Fatal(err)
@@ -877,7 +896,7 @@ func (h *harness) destroyEnding(rt *rapid.T) {
 	if h.v.ordered {
 		h.q, err = wq.AllocOrdered("model2", h.v.flags)
 	} else {
-		h.q, err = wq.Alloc("model2", h.v.flags, 1)
+		h.q, err = wq.Alloc("model2", h.v.flags, 1, h.v.allocOpts()...)
 	}
 	if err != nil {
 		h.t.Fatal(err)
@@ -892,8 +911,8 @@ func (h *harness) destroyEnding(rt *rapid.T) {
 	h.checkInt("runs of the extra delayed items cancelled by Destroy", int(extraRuns.Load()), 0)
 }
 
-// checkRescued: with every worker creation failing, the rescuer ran every
-// instance.
+// checkRescued: with every worker creation failing, the rescuer (the
+// escaper, for an escape variant) ran every instance.
 func (h *harness) checkRescued() {
 	if h.v.create != createFailsAll {
 		return
@@ -901,6 +920,10 @@ func (h *harness) checkRescued() {
 	n := 0
 	for i := range h.starts {
 		n += int(h.starts[i].Load())
+	}
+	if variantEscape[h.v.name] > 0 {
+		h.checkInt("escaped instances (no worker can be created)", int(h.q.Stat("escaped")), n)
+		return
 	}
 	h.checkInt("rescued instances (no worker can be created)", int(h.q.Stat("rescued")), n)
 }
@@ -995,6 +1018,22 @@ func TestModelRTTimers(t *testing.T) {
 	before := maps.Clone(modelStats)
 	rapid.Check(t, func(rt *rapid.T) {
 		runModel(rt, rapid.SampledFrom(rtTimerVariants).Draw(rt, "variant"), 60)
+	})
+	logModelStats(t, before)
+}
+
+// TestModelEscape runs the model on per-CPU queues with escape_after:
+// the return values are the model's whether an item runs on its CPU's
+// pool or on the escaper, and with no worker creatable the escaper runs
+// every instance.
+func TestModelEscape(t *testing.T) {
+	if len(wq.OnlineCPUs()) < 2 {
+		t.Skip("needs 2 CPUs: an item escapes to another CPU")
+	}
+	quietLogs(t)
+	before := maps.Clone(modelStats)
+	rapid.Check(t, func(rt *rapid.T) {
+		runModel(rt, rapid.SampledFrom(escapeVariants).Draw(rt, "variant"), 25)
 	})
 	logModelStats(t, before)
 }

@@ -101,6 +101,10 @@ type pool struct {
 	exited   sync.WaitGroup
 	progress atomic.Int64 // ns of last item completion or pickup (watchdog)
 	busy     atomic.Int32 // workers executing an item
+	// escWatch: the worklist may hold items of a queue with escape_after;
+	// the CM monitor scans it (escape.go). Set under mu by activation,
+	// cleared by the monitor's scan under mu.
+	escWatch atomic.Bool
 }
 
 var poolRegistry struct {

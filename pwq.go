@@ -126,6 +126,7 @@ func (pq *pwq) insert(w *Work) bool {
 	}
 	if pq.inactive.empty() && l.tryInc() {
 		l.nrInactive.Add(-1)
+		w.activeAt = w.queuedAt
 		pq.activate(w)
 		return false
 	}
@@ -137,6 +138,9 @@ func (pq *pwq) insert(w *Work) bool {
 func (pq *pwq) activate(w *Work) {
 	p := pq.pool
 	p.worklist.pushBack(w)
+	if pq.wq.escapeAfter.Load() != 0 {
+		p.escNotify() // adaptive placement (escape.go)
+	}
 	if t := tracer.Load(); t != nil {
 		// Traced under the pool lock, so that no worker starts w first. A
 		// tracer that calls runtime.Goexit here leaves with the pool
@@ -153,6 +157,9 @@ func (pq *pwq) activateInactive() {
 	for !pq.inactive.empty() && pq.lim.tryInc() {
 		w := pq.inactive.popFront()
 		pq.lim.nrInactive.Add(-1)
+		if pq.wq.escapeAfter.Load() != 0 {
+			w.activeAt = nanotime() // escape_after counts from here
+		}
 		pq.activate(w)
 	}
 }
@@ -215,6 +222,7 @@ type pwqStats struct {
 	repatriated  atomic.Int64 // RPR: items started after moving a worker back into its pod
 	mayday       atomic.Int64 // mayday requests sent to the rescuer
 	rescued      atomic.Int64 // items run by the rescuer
+	escaped      atomic.Int64 // ESC: items run off their CPU by the escaper (escape_after)
 	panics       atomic.Int64 // work functions that panicked
 	latency      latencyHist  // queue-to-start
 	exec         latencyHist  // execution time (start to end)
@@ -232,6 +240,7 @@ func (s *pwqStats) addFrom(o *pwqStats) {
 	s.repatriated.Add(o.repatriated.Load())
 	s.mayday.Add(o.mayday.Load())
 	s.rescued.Add(o.rescued.Load())
+	s.escaped.Add(o.escaped.Load())
 	s.panics.Add(o.panics.Load())
 	s.latency.addFrom(&o.latency)
 	s.exec.addFrom(&o.exec)

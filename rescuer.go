@@ -21,6 +21,16 @@ type rescuer struct {
 	stopped bool    // guarded by mu
 	wk      *worker // guarded by mu: the worker identity of the current thread, nil before the first mayday
 	threads sync.WaitGroup
+
+	// escape: this is a per-CPU queue's escaper (escape.go), not a
+	// MemReclaim rescuer: it runs overdue items of a pool on another CPU,
+	// whether or not the pool has a running worker. Immutable.
+	escape bool
+	// The escaper's current affinity (list format) and class, to skip the
+	// system calls when they do not change. Owned by the thread.
+	escCPUs     string
+	escClass    classAttrs
+	escClassSet bool
 }
 
 func newRescuer(q *Workqueue) *rescuer { return &rescuer{wq: q} }
@@ -67,7 +77,11 @@ func (r *rescuer) mayday(pq *pwq) *worker {
 // startLocked starts a rescuer thread with a fresh worker identity.
 // Called with r.mu held.
 func (r *rescuer) startLocked() {
-	wk := &worker{name: trimName(r.wq.name), rescuer: r}
+	name := r.wq.name
+	if r.escape {
+		name = "esc/" + name
+	}
+	wk := &worker{name: trimName(name), rescuer: r}
 	r.wk = wk
 	r.threads.Add(1)
 	wk.parker.Unpark() // serve the mayday list at once
@@ -138,7 +152,13 @@ func (r *rescuer) main(wk *worker) {
 			pq := r.pending[0]
 			r.pending = r.pending[1:]
 			r.mu.Unlock()
-			if !r.rescue(wk, pq) {
+			ok := false
+			if r.escape {
+				ok = r.escapeFrom(wk, pq)
+			} else {
+				ok = r.rescue(wk, pq)
+			}
+			if !ok {
 				clean = true // retired and replaced in lostThread
 				return
 			}

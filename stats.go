@@ -24,6 +24,13 @@ type QueueStats struct {
 	Mayday  int64         // mayday requests sent to the rescuer
 	Rescued int64         // items the rescuer ran
 	Panics  int64         // work functions that panicked
+
+	// ESC: items of a per-CPU queue with escape_after that ran on another
+	// CPU because no worker of their CPU started them in time (a gowq
+	// extension; see Workqueue.SetEscapeAfter). EscapeAfter is the
+	// queue's escape_after (0: off).
+	ESC         int64
+	EscapeAfter time.Duration
 	// Latency is queue-to-start (queue_work to execute_start), Exec is
 	// execution time (execute_start to execute_end); both in ns.
 	Latency HistSnapshot
@@ -57,7 +64,8 @@ func (q *Workqueue) Stats() QueueStats {
 	defer q.mu.Unlock()
 	pwqs := q.allPwqs
 	pol := q.attrs.policy
-	s := QueueStats{Name: q.name, Flags: q.flags, Policy: pol, Fallback: q.fellBack, FallbackReason: q.fallbackReason}
+	s := QueueStats{Name: q.name, Flags: q.flags, Policy: pol, Fallback: q.fellBack, FallbackReason: q.fallbackReason,
+		EscapeAfter: time.Duration(q.escapeAfter.Load())}
 	seen := map[*pool]bool{}
 	for _, pq := range pwqs {
 		p := pq.pool
@@ -89,6 +97,7 @@ func (q *Workqueue) Stats() QueueStats {
 		s.RPR += st.repatriated.Load()
 		s.Mayday += st.mayday.Load()
 		s.Rescued += st.rescued.Load()
+		s.ESC += st.escaped.Load()
 		s.Panics += st.panics.Load()
 		s.Latency = s.Latency.merge(st.latency.snapshot())
 		s.Exec = s.Exec.merge(st.exec.snapshot())

@@ -58,6 +58,7 @@ type Work struct {
 	node     ilist.Node[Work]
 	color    uint8 // flush color of the pwq at insertion
 	queuedAt int64 // ns, monotonic, when inserted (for latency stats)
+	activeAt int64 // ns, monotonic, when put on the worklist (escape_after); guarded by the pool lock
 
 	mu         sync.Mutex    // guards the fields below
 	cancelers  int           // guarded by mu: CancelSync/DisableSync calls holding the item (CANCELING)

@@ -239,6 +239,9 @@ func (wk *worker) loop() {
 		t0 := nanotime()
 		wk.parker.Park()
 		wk.lastPark = nanotime() - t0
+		if h := wakeHook.Load(); h != nil {
+			(*h)(p) // tests: a woken worker that cannot get its CPU (escape_test.go)
+		}
 		p.mu.Lock()
 	again:
 		if wk.dying {
@@ -402,7 +405,9 @@ func (wk *worker) processOne(w *Work) bool {
 	wk.gen++
 	wk.curPwq.Store(pq)
 	w.runner.Store(wk)
-	if wk.rescuer != nil {
+	if r := wk.rescuer; r != nil && r.escape {
+		pq.stats.escaped.Add(1)
+	} else if r != nil {
 		pq.stats.rescued.Add(1)
 	} else if pq.wq.flags&CPUIntensive != 0 {
 		wk.cpuIntensive = true

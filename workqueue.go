@@ -71,6 +71,9 @@ type Workqueue struct {
 
 	keyed  atomic.Pointer[keyTable] // per-key ordering (keyed.go), created by the first QueueKeyed
 	keyedN atomic.Int64             // keyed instances in flight (chained, queued or running)
+	// Adaptive placement (escape.go).
+	escaper     atomic.Pointer[rescuer] // per-CPU queues with escape_after: set once, under mu
+	escapeAfter atomic.Int64            // ns; 0: items never escape
 }
 
 // pwqTable maps each possible CPU to the pwq that serves items queued
@@ -190,10 +193,16 @@ func alloc(name string, flags Flags, maxActive int, opts []Option) (*Workqueue, 
 	if flags&MemReclaim != 0 {
 		q.rescuer = newRescuer(q)
 	}
+	if o.escapeSet && (o.escapeAfter < 0 || q.unbound) {
+		return nil, fmt.Errorf("alloc_workqueue(%q): %w: escape_after %v: only per-CPU queues, and not negative", name, ErrInvalidArgument, o.escapeAfter)
+	}
 	q.mu.Lock()
 	q.installTable(currentTopology())
 	q.mu.Unlock()
 	registerQueue(q)
+	if o.escapeSet && o.escapeAfter > 0 {
+		_ = q.SetEscapeAfter(o.escapeAfter) // validated above
+	}
 	return q, nil
 }
 
@@ -204,6 +213,8 @@ type options struct {
 	fallback     bool
 	panicHandler func(PanicInfo)
 	errorHandler func(op, fn string, err error)
+	escapeAfter  time.Duration
+	escapeSet    bool
 }
 
 // AllowRTFallback makes Alloc of an RT queue fall back to the HighPri class
@@ -913,6 +924,10 @@ func (q *Workqueue) Destroy() {
 	unregisterQueue(q)
 	if q.rescuer != nil {
 		q.rescuer.stop()
+	}
+	if r := q.escaper.Load(); r != nil {
+		r.stop()
+		recomputeEscMin()
 	}
 	q.mu.Lock()
 	pwqs := q.allPwqs

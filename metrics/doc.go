@@ -28,6 +28,7 @@
 //	gowq_workqueue_mayday_total                   counter, MemReclaim queues only
 //	gowq_workqueue_rescued_total                  counter, MemReclaim queues only
 //	gowq_workqueue_panics_total                   counter
+//	gowq_workqueue_escapes_total                  counter (ESC), per-CPU queues with escape_after only
 //	gowq_workqueue_queue_duration_seconds         histogram: queue_work to execute_start
 //	gowq_workqueue_work_duration_seconds          histogram: execute_start to execute_end
 //

@@ -68,6 +68,7 @@ type Collector struct {
 	started, completed, inFlight, cpuSeconds           *prometheus.Desc
 	cpuIntensive, cmWakeups, repatriations             *prometheus.Desc
 	mayday, rescued, panics                            *prometheus.Desc
+	escapes                                            *prometheus.Desc
 	queueDuration, workDuration                        *prometheus.Desc
 	poolWorkers, poolIdle, poolPending, poolMaxRunning *prometheus.Desc
 }
@@ -123,6 +124,7 @@ func NewCollector(opts Options) (*Collector, error) {
 	c.repatriations = q("repatriations_total", "Workers of this unbound workqueue moved back into their affinity pod (wq_monitor RPR).")
 	c.mayday = q("mayday_total", "Mayday requests sent to the rescuer of this MEM_RECLAIM workqueue.")
 	c.rescued = q("rescued_total", "Work items executed by the rescuer of this MEM_RECLAIM workqueue.")
+	c.escapes = q("escapes_total", "Items of this per-CPU workqueue run on another CPU because no worker of their CPU started them within escape_after (ESC; a gowq extension).")
 	c.panics = q("panics_total", "Work functions of this workqueue that panicked (recovered).")
 	c.queueDuration = q("queue_duration_seconds", "Scheduling latency: time from queueing a work item (workqueue_queue_work) to the start of its execution (workqueue_execute_start).")
 	c.workDuration = q("work_duration_seconds", "Execution time of work items (workqueue_execute_start to workqueue_execute_end).")
@@ -152,7 +154,7 @@ func validName(s string) bool {
 // produce. It implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.info, c.maxActive, c.started, c.completed, c.inFlight, c.cpuSeconds,
-		c.cpuIntensive, c.cmWakeups, c.repatriations, c.mayday, c.rescued, c.panics,
+		c.cpuIntensive, c.cmWakeups, c.repatriations, c.mayday, c.rescued, c.panics, c.escapes,
 		c.queueDuration, c.workDuration, c.poolWorkers, c.poolIdle, c.poolPending, c.poolMaxRunning} {
 		ch <- d
 	}
@@ -205,6 +207,8 @@ func mergeStats(a, b wq.QueueStats) wq.QueueStats {
 	a.RPR += b.RPR
 	a.Mayday += b.Mayday
 	a.Rescued += b.Rescued
+	a.ESC += b.ESC
+	a.EscapeAfter = max(a.EscapeAfter, b.EscapeAfter)
 	a.Panics += b.Panics
 	a.Latency = mergeHist(a.Latency, b.Latency)
 	a.Exec = mergeHist(a.Exec, b.Exec)
@@ -263,6 +267,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		if s.memReclaim {
 			counter(c.mayday, float64(st.Mayday), n)
 			counter(c.rescued, float64(st.Rescued), n)
+		}
+		if !s.unbound && (st.EscapeAfter > 0 || st.ESC > 0) {
+			counter(c.escapes, float64(st.ESC), n)
 		}
 		counter(c.panics, float64(st.Panics), n)
 		ch <- c.histogram(c.queueDuration, st.Latency, n)

@@ -324,3 +324,24 @@ func TestConcurrentScrapes(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// escapes_total (ESC) is exported for per-CPU queues with escape_after,
+// and only for them.
+func TestCollectorEscapes(t *testing.T) {
+	plain := alloc(t, "mt_esc_plain", wq.PerCPU)
+	esc := alloc(t, "mt_esc_on", wq.PerCPU)
+	if err := esc.SetEscapeAfter(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	run(plain, 3, func() {})
+	run(esc, 3, func() {})
+	c := newCollector(t, metrics.Options{Workqueues: only("mt_esc_plain", "mt_esc_on")})
+	want := `
+# HELP gowq_workqueue_escapes_total Items of this per-CPU workqueue run on another CPU because no worker of their CPU started them within escape_after (ESC; a gowq extension).
+# TYPE gowq_workqueue_escapes_total counter
+gowq_workqueue_escapes_total{workqueue="mt_esc_on"} 0
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "gowq_workqueue_escapes_total"); err != nil {
+		t.Error(err)
+	}
+}

@@ -16,7 +16,7 @@
 //	           (log2 us buckets) and the pools with their workers; it
 //	           polls /monitor, /hist and /dump (JSON) once a second
 //	/monitor   the table of the kernel's tools/workqueue/wq_monitor.py:
-//	           total infl CPUtime CPUitsv CMW/RPR mayday rescued per
+//	           total infl CPUtime CPUitsv CMW/RPR mayday rescued ESC per
 //	           workqueue; ?filter=REGEX keeps the queues whose name matches
 //	/dump      the view of the kernel's tools/workqueue/wq_dump.py: affinity
 //	           pods per scope, worker pools (class, nice, policy, cpus,

@@ -72,7 +72,7 @@ type handler struct {
 
 // endpoints lists the index entries.
 var endpoints = []struct{ path, what string }{
-	{"monitor", "workqueue counters, the table of wq_monitor.py (total infl CPUtime CPUitsv CMW/RPR mayday rescued)"},
+	{"monitor", "workqueue counters, the table of wq_monitor.py (total infl CPUtime CPUitsv CMW/RPR mayday rescued ESC)"},
 	{"dump", "affinity pods, worker pools and their workers, workqueue CPU -> pool (wq_dump.py)"},
 	{"hist", "queue-to-start latency and execution time histograms per workqueue"},
 	{"attrs", "runtime attributes of Sysfs workqueues and process-wide ones"},

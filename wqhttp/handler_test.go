@@ -156,7 +156,7 @@ func TestMonitor(t *testing.T) {
 	r := get(t, srv, "/monitor")
 	mustOK(t, r, "GET /monitor")
 	lines := strings.Split(strings.TrimRight(r.body, "\n"), "\n")
-	if got := strings.Fields(lines[0]); strings.Join(got, " ") != "total infl CPUtime CPUitsv CMW/RPR mayday rescued" {
+	if got := strings.Fields(lines[0]); strings.Join(got, " ") != "total infl CPUtime CPUitsv CMW/RPR mayday rescued ESC" {
 		t.Errorf("header %q", lines[0])
 	}
 	rows := map[string][]string{}
@@ -164,11 +164,11 @@ func TestMonitor(t *testing.T) {
 		f := strings.Fields(l)
 		rows[f[0]] = f
 	}
-	// name total infl CPUtime CPUitsv CMW/RPR mayday rescued
-	if f := rows["wh_plain"]; len(f) != 8 || f[1] != "12" || f[2] != "0" || f[4] == "-" || f[6] != "-" || f[7] != "-" {
+	// name total infl CPUtime CPUitsv CMW/RPR mayday rescued ESC
+	if f := rows["wh_plain"]; len(f) != 9 || f[1] != "12" || f[2] != "0" || f[4] == "-" || f[6] != "-" || f[7] != "-" || f[8] != "-" {
 		t.Errorf("wh_plain row %q, want total 12, infl 0, CPUitsv a number, mayday/rescued -", f)
 	}
-	if f := rows["wh_mon_unbound"]; len(f) != 8 || f[1] != "5" || f[4] != "-" || f[6] == "-" {
+	if f := rows["wh_mon_unbound"]; len(f) != 9 || f[1] != "5" || f[4] != "-" || f[6] == "-" {
 		t.Errorf("wh_mon_unbound row %q, want total 5, CPUitsv -, mayday a number", f)
 	}
 
@@ -203,12 +203,16 @@ func TestMonitor(t *testing.T) {
 func TestFormatMonitorRow(t *testing.T) {
 	row := wqhttp.MonitorRow{Name: "a_very_long_workqueue_name_over_24", Started: 18545, Infl: 1, CPUTimeUs: 6_100_000, CPUIntensive: 2, CMWakeup: 5}
 	got := wqhttp.FormatMonitorRow(row)
-	want := "g_workqueue_name_over_24    18545     1    6.100       2       5       -       -"
+	want := "g_workqueue_name_over_24    18545     1    6.100       2       5       -       -       -"
 	if got != want {
 		t.Errorf("FormatMonitorRow:\n got %q\nwant %q", got, want)
 	}
+	row.EscapeAfterUs, row.Escaped = 50, 7
+	if f := strings.Fields(wqhttp.FormatMonitorRow(row)); f[len(f)-1] != "7" {
+		t.Errorf("escaping row %q, want ESC 7", f)
+	}
 	row = wqhttp.MonitorRow{Name: "u", Unbound: true, MemReclaim: true, Repatriated: 3, Mayday: 4, Rescued: 5}
-	if f := strings.Fields(wqhttp.FormatMonitorRow(row)); strings.Join(f, " ") != "u 0 0 0.000 - 3 4 5" {
+	if f := strings.Fields(wqhttp.FormatMonitorRow(row)); strings.Join(f, " ") != "u 0 0 0.000 - 3 4 5 -" {
 		t.Errorf("unbound row %q", f)
 	}
 }
@@ -419,6 +423,10 @@ func TestAttrsWrite(t *testing.T) {
 	}
 	// Work still runs with the new limit.
 	run(q, 3, func() {})
+	// escape_after (a gowq extension) is a per-CPU queue's attribute.
+	if r := do(t, srv, http.MethodPost, "/attrs/wh_rw/escape_after", "50us"); r.code != http.StatusOK || r.body != "50us\n" || q.EscapeAfter() != 50*time.Microsecond {
+		t.Errorf("POST escape_after 50us: %d %q, EscapeAfter %v", r.code, r.body, q.EscapeAfter())
+	}
 
 	type bad struct {
 		path, value string
@@ -439,6 +447,8 @@ func TestAttrsWrite(t *testing.T) {
 		{"/attrs/wh_rw_unbound/affinity_scope", "bogus", http.StatusBadRequest, "invalid argument"},
 		{"/attrs/wh_rw_unbound/affinity_strict", "2", http.StatusBadRequest, "invalid argument"},
 		{"/attrs/wh_rw_unbound/cpumask", "zz", http.StatusBadRequest, "invalid argument"},
+		{"/attrs/wh_rw/escape_after", "-1ms", http.StatusBadRequest, "invalid argument"},
+		{"/attrs/wh_rw_unbound/escape_after", "50us", http.StatusNotFound, "no attribute"},
 		{"/attrs/global/cpu_intensive_thresh_us", "-1", http.StatusBadRequest, "invalid argument"},
 		{"/attrs/global/watchdog_thresh", "soon", http.StatusBadRequest, "invalid argument"},
 		{"/attrs/global/bogus", "1", http.StatusNotFound, "no global attribute"},

@@ -36,6 +36,12 @@ type MonitorRow struct {
 	Mayday       int64 `json:"mayday"`
 	Rescued      int64 `json:"rescued"`
 	Panics       int64 `json:"panics"`
+	// Escaped (ESC, a gowq extension) counts items of a per-CPU queue with
+	// escape_after that ran on another CPU; EscapeAfterUs is the queue's
+	// escape_after in us (0: off). The table prints ESC as "-" for queues
+	// that never escape.
+	Escaped       int64 `json:"escaped"`
+	EscapeAfterUs int64 `json:"escape_after_us"`
 }
 
 // MonitorSample is the body of /monitor?format=json.
@@ -63,20 +69,22 @@ func Monitor(filter *regexp.Regexp) MonitorSample {
 			Started: st.Total, Completed: st.Total - st.Infl, Infl: max(st.Infl, 0), CPUTimeUs: st.CPUTime.Microseconds(),
 			CPUIntensive: st.CPUItsv, CMWakeup: st.CMW, Repatriated: st.RPR,
 			Mayday: st.Mayday, Rescued: st.Rescued, Panics: st.Panics,
+			Escaped: st.ESC, EscapeAfterUs: st.EscapeAfter.Microseconds(),
 		})
 	}
 	return s
 }
 
 // monitorHeader is the header line of the wq_monitor.py table.
-var monitorHeader = fmt.Sprintf("%24s %8s %5s %8s %7s %7s %7s %7s", "", "total", "infl", "CPUtime", "CPUitsv", "CMW/RPR", "mayday", "rescued")
+var monitorHeader = fmt.Sprintf("%24s %8s %5s %8s %7s %7s %7s %7s %7s", "", "total", "infl", "CPUtime", "CPUitsv", "CMW/RPR", "mayday", "rescued", "ESC")
 
 // FormatMonitorRow formats r as one line of the wq_monitor.py table, without
 // a newline: the last 24 characters of the name, total, infl, CPUtime in
 // seconds (with three decimals where wq_monitor.py prints one: its CPU
 // time is sampled at scheduler ticks, gowq's is read from each worker
 // thread's CPU clock and is exact), then CPUitsv and CMW (per-CPU queues) or "-"
-// and RPR (unbound queues), and mayday and rescued ("-" unless MemReclaim).
+// and RPR (unbound queues), mayday and rescued ("-" unless MemReclaim),
+// and ESC ("-" unless the queue has escape_after or has escaped items).
 func FormatMonitorRow(r MonitorRow) string {
 	dash := func(ok bool, v int64) string {
 		if ok {
@@ -88,12 +96,13 @@ func FormatMonitorRow(r MonitorRow) string {
 	if r.Unbound {
 		cmwRPR = strconv.FormatInt(r.Repatriated, 10)
 	}
-	return fmt.Sprintf("%-24s %8d %5d %8.3f %7s %7s %7s %7s", lastRunes(r.Name, 24), r.Started, max(r.Infl, 0),
-		float64(r.CPUTimeUs)/1e6, itsv, cmwRPR, dash(r.MemReclaim, r.Mayday), dash(r.MemReclaim, r.Rescued))
+	return fmt.Sprintf("%-24s %8d %5d %8.3f %7s %7s %7s %7s %7s", lastRunes(r.Name, 24), r.Started, max(r.Infl, 0),
+		float64(r.CPUTimeUs)/1e6, itsv, cmwRPR, dash(r.MemReclaim, r.Mayday), dash(r.MemReclaim, r.Rescued),
+		dash(!r.Unbound && (r.EscapeAfterUs > 0 || r.Escaped > 0), r.Escaped))
 }
 
 // WriteMonitorTable writes the header line of wq_monitor.py's table
-// ("total  infl  CPUtime CPUitsv CMW/RPR  mayday rescued") and one FormatMonitorRow line per
+// ("total  infl  CPUtime CPUitsv CMW/RPR  mayday rescued     ESC") and one FormatMonitorRow line per
 // row, as one sample of wq_monitor.py. It returns the first write error.
 func WriteMonitorTable(w io.Writer, rows []MonitorRow) error {
 	var b strings.Builder

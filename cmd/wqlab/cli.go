@@ -155,6 +155,7 @@ instruction of the work function, in microseconds (monotonic clock).`,
 	runCmdFlags.register(run.Flags())
 	root.AddCommand(run)
 	root.AddCommand(newWakeCmd(stdout, stderr))
+	root.AddCommand(newAdaptiveCmd(stdout, stderr))
 	root.AddCommand(newTraceCmd(stdout, stderr))
 	root.AddCommand(newDoctorCmd(stdout, stderr))
 	// Later subcommands (trace, monitor) are added here with

@@ -10,8 +10,8 @@
 // http://127.0.0.1:6060/debug/wq); wqmon polls URL/monitor?format=json
 // every interval and prints the wq_monitor.py table:
 //
-//	                            total  infl  CPUtime CPUitsv CMW/RPR  mayday rescued
-//	demo_percpu                   412     1      0.1       0      97       -       -
+//	                            total  infl  CPUtime CPUitsv CMW/RPR  mayday rescued     ESC
+//	demo_percpu                   412     1      0.1       0      97       -       -       -
 //
 // By default each table shows what happened during the last interval (the
 // counters' deltas since the previous sample; infl is the current number
@@ -292,6 +292,7 @@ func deltas(prev map[string]wqhttp.MonitorRow, rows []wqhttp.MonitorRow) ([]wqht
 			d.Repatriated = max(r.Repatriated-p.Repatriated, 0)
 			d.Mayday = max(r.Mayday-p.Mayday, 0)
 			d.Rescued = max(r.Rescued-p.Rescued, 0)
+			d.Escaped = max(r.Escaped-p.Escaped, 0)
 			d.Panics = max(r.Panics-p.Panics, 0)
 			r = d
 		}

@@ -52,7 +52,7 @@ func rowsOf(out, name string) [][]string {
 	var rows [][]string
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
-		if f := strings.Fields(sc.Text()); len(f) == 8 && f[0] == name {
+		if f := strings.Fields(sc.Text()); len(f) == 9 && f[0] == name {
 			rows = append(rows, f)
 		}
 	}
@@ -65,7 +65,7 @@ func TestTableDeltas(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
-	if n := strings.Count(out, "total  infl  CPUtime CPUitsv CMW/RPR  mayday rescued"); n != 3 {
+	if n := strings.Count(out, "total  infl  CPUtime CPUitsv CMW/RPR  mayday rescued     ESC"); n != 3 {
 		t.Errorf("%d headers, want 3:\n%s", n, out)
 	}
 	rows := rowsOf(out, "wqmon_t")

@@ -1,0 +1,348 @@
+package wq_test
+
+import (
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gowq/wq"
+	"github.com/gowq/wq/wqtrace"
+)
+
+// escapeCPU returns a CPU whose items can escape (another CPU is online),
+// or skips the test.
+func escapeCPU(t *testing.T) int {
+	t.Helper()
+	cpus := wq.OnlineCPUs()
+	if len(cpus) < 2 {
+		t.Skip("needs 2 CPUs: an item escapes to another CPU")
+	}
+	return cpus[0]
+}
+
+// holdPool makes the workers of q's pool for cpu unable to start anything
+// (each blocks when woken, as a worker that cannot get its CPU) until the
+// returned release is called; release also runs at cleanup, before the
+// queue is destroyed.
+func holdPool(t *testing.T, q *wq.Workqueue, cpu int) func() {
+	t.Helper()
+	var once sync.Once
+	rel := wq.HoldWakeups(q, cpu)
+	release := func() { once.Do(rel) }
+	t.Cleanup(release)
+	return release
+}
+
+func allocEscape(t *testing.T, name string, flags wq.Flags, maxActive int, d time.Duration) *wq.Workqueue {
+	t.Helper()
+	q, err := wq.Alloc(name, flags, maxActive, wq.EscapeAfter(d))
+	if err != nil {
+		t.Fatalf("Alloc(%q, EscapeAfter(%v)): %v", name, d, err)
+	}
+	t.Cleanup(q.Destroy)
+	return q
+}
+
+// An item whose CPU's pool cannot start it runs on another CPU once it has
+// waited escape_after, counted as ESC, and the pool's own worker starts
+// nothing meanwhile.
+func TestEscapeRunsElsewhere(t *testing.T) {
+	testEscapeRunsElsewhere(t, 0)
+}
+
+type cpuTracer struct {
+	mu   sync.Mutex
+	cpus map[string]int // function name -> CPU of its execute_start
+}
+
+func (c *cpuTracer) Trace(ev *wqtrace.Event) {
+	if ev.Kind == wqtrace.ExecuteStart && ev.Workqueue == "esc-trace" {
+		c.mu.Lock()
+		c.cpus[ev.Function] = ev.CPU
+		c.mu.Unlock()
+	}
+}
+
+// The execute_start event of an escaped item names the CPU it ran on.
+func TestEscapeTraceCPU(t *testing.T) {
+	cpu := escapeCPU(t)
+	tr := &cpuTracer{cpus: map[string]int{}}
+	wq.SetTracer(tr)
+	defer wq.SetTracer(nil)
+	q := allocEscape(t, "esc-trace", wq.PerCPU, 0, time.Millisecond)
+	holdPool(t, q, cpu)
+	ran := make(chan int, 1)
+	w := wq.NewWork(func() { ran <- wq.GetCPU() })
+	q.QueueOn(cpu, w)
+	got := <-ran
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if len(tr.cpus) != 1 {
+		t.Fatalf("execute_start events: %v, want one", tr.cpus)
+	}
+	for fn, c := range tr.cpus {
+		// (The escaper may move between the event and the function when
+		// its affinity holds several CPUs; never to the held one.)
+		if c == cpu || got == cpu {
+			t.Errorf("execute_start of %s on CPU %d, the item on %d: queued on the held CPU %d", fn, c, got, cpu)
+		}
+	}
+}
+
+// The same for an RT|PerCPU queue: the escaper takes the RT class.
+func TestEscapeRunsElsewhereRT(t *testing.T) {
+	requireRoot(t)
+	testEscapeRunsElsewhere(t, wq.RT)
+}
+
+func testEscapeRunsElsewhere(t *testing.T, class wq.Flags) {
+	cpu := escapeCPU(t)
+	q := allocEscape(t, "esc-run", wq.PerCPU|class, 0, time.Millisecond)
+	release := holdPool(t, q, cpu)
+	ran := make(chan int, 1)
+	var w wq.Work
+	w.Init(func() { ran <- wq.GetCPU() })
+	if !q.QueueOn(cpu, &w) {
+		t.Fatal("QueueOn returned false")
+	}
+	var got int
+	select {
+	case got = <-ran:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the item did not escape its held CPU")
+	}
+	if got == cpu {
+		t.Errorf("escaped item ran on its own CPU %d", cpu)
+	}
+	if tgt := wq.EscapeTarget(cpu); !slices.Contains(tgt, got) {
+		t.Errorf("escaped item ran on CPU %d, want one of %v", got, tgt)
+	}
+	st := q.Stats()
+	if st.ESC != 1 || st.Total != 1 {
+		t.Errorf("Stats: ESC %d total %d, want 1 and 1", st.ESC, st.Total)
+	}
+	if st.EscapeAfter != time.Millisecond {
+		t.Errorf("Stats().EscapeAfter = %v", st.EscapeAfter)
+	}
+	release()
+	// With escape turned off again, the pool's own worker runs the next
+	// item, on its CPU.
+	if err := q.SetEscapeAfter(0); err != nil {
+		t.Fatal(err)
+	}
+	w.Init(func() { ran <- wq.GetCPU() })
+	q.QueueOn(cpu, &w)
+	if got := <-ran; got != cpu {
+		t.Errorf("item ran on CPU %d with escape off, want %d", got, cpu)
+	}
+	q.Flush()
+	if st := q.Stats(); st.ESC != 1 {
+		t.Errorf("ESC %d after an item with escape off, want 1", st.ESC)
+	}
+}
+
+// With escape_after 0 (the default) a held pool keeps its item.
+func TestEscapeOff(t *testing.T) {
+	cpu := escapeCPU(t)
+	q := mustAlloc(t, "esc-off", wq.PerCPU, 0)
+	if d := q.EscapeAfter(); d != 0 {
+		t.Fatalf("default escape_after %v", d)
+	}
+	release := holdPool(t, q, cpu)
+	ran := make(chan int, 1)
+	var w wq.Work
+	w.Init(func() { ran <- wq.GetCPU() })
+	q.QueueOn(cpu, &w)
+	select {
+	case c := <-ran:
+		t.Fatalf("item ran on CPU %d while its pool was held, with escape off", c)
+	case <-time.After(50 * time.Millisecond):
+	}
+	release()
+	if got := <-ran; got != cpu {
+		t.Errorf("item ran on CPU %d, want %d", got, cpu)
+	}
+	if st := q.Stats(); st.ESC != 0 {
+		t.Errorf("ESC %d with escape off", st.ESC)
+	}
+}
+
+// Escaped items keep max_active (one at a time with max_active 1), queue
+// order, and Flush waits for them.
+func TestEscapeMaxActiveOrderFlush(t *testing.T) {
+	cpu := escapeCPU(t)
+	q := allocEscape(t, "esc-order", wq.PerCPU, 1, 500*time.Microsecond)
+	release := holdPool(t, q, cpu)
+	const n = 8
+	var running, maxRunning atomic.Int32
+	var mu sync.Mutex
+	var order []int
+	works := make([]wq.Work, n)
+	for i := range works {
+		works[i].Init(func() {
+			r := running.Add(1)
+			for {
+				m := maxRunning.Load()
+				if r <= m || maxRunning.CompareAndSwap(m, r) {
+					break
+				}
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			time.Sleep(100 * time.Microsecond)
+			running.Add(-1)
+		})
+		if !q.QueueOn(cpu, &works[i]) {
+			t.Fatalf("QueueOn %d returned false", i)
+		}
+	}
+	q.Flush() // returns only once all ran: the pool itself is held
+	mu.Lock()
+	defer mu.Unlock()
+	if len(order) != n {
+		t.Fatalf("Flush returned with %d of %d items run", len(order), n)
+	}
+	if !slices.IsSorted(order) {
+		t.Errorf("escaped items ran out of order: %v", order)
+	}
+	if m := maxRunning.Load(); m != 1 {
+		t.Errorf("max_active 1: %d items ran at once", m)
+	}
+	if st := q.Stats(); st.ESC != n {
+		t.Errorf("ESC %d, want %d", st.ESC, n)
+	}
+	release()
+}
+
+// Cancel and Disable take a pending item that has not escaped yet; it
+// never runs.
+func TestEscapeCancelDisable(t *testing.T) {
+	cpu := escapeCPU(t)
+	q := allocEscape(t, "esc-cancel", wq.PerCPU, 0, time.Hour)
+	holdPool(t, q, cpu)
+	var ran atomic.Int32
+	var a, b wq.Work
+	a.Init(func() { ran.Add(1) })
+	b.Init(func() { ran.Add(1) })
+	q.QueueOn(cpu, &a)
+	q.QueueOn(cpu, &b)
+	if !a.Cancel() {
+		t.Error("Cancel of a pending item returned false")
+	}
+	if !b.Disable() {
+		t.Error("Disable of a pending item returned false")
+	}
+	if err := q.SetEscapeAfter(time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if q.QueueOn(cpu, &b) {
+		t.Error("a disabled item was queued")
+	}
+	var c wq.Work
+	done := make(chan struct{})
+	c.Init(func() { close(done) })
+	q.QueueOn(cpu, &c) // escapes: the queue is not stuck
+	<-done
+	if n := ran.Load(); n != 0 {
+		t.Errorf("%d cancelled or disabled items ran", n)
+	}
+	b.Enable()
+}
+
+// Non-reentrance: an item requeued while the escaper runs it runs again
+// after, never beside itself, also once the pool's worker is free again.
+func TestEscapeNonReentrant(t *testing.T) {
+	cpu := escapeCPU(t)
+	q := allocEscape(t, "esc-reent", wq.PerCPU, 0, time.Millisecond)
+	release := holdPool(t, q, cpu)
+	var running, overlap, runs atomic.Int32
+	started := make(chan struct{}, 4)
+	gate := make(chan struct{})
+	var w wq.Work
+	w.Init(func() {
+		if running.Add(1) > 1 {
+			overlap.Add(1)
+		}
+		started <- struct{}{}
+		if runs.Add(1) == 1 {
+			<-gate
+		}
+		running.Add(-1)
+	})
+	q.QueueOn(cpu, &w)
+	<-started // runs on the escaper
+	if !q.QueueOn(cpu, &w) {
+		t.Fatal("requeue of a running item returned false")
+	}
+	release() // the pool's worker may now see the requeued instance
+	time.Sleep(5 * time.Millisecond)
+	close(gate)
+	<-started
+	q.Flush()
+	if n := overlap.Load(); n != 0 {
+		t.Errorf("item ran beside itself %d times", n)
+	}
+	if n := runs.Load(); n != 2 {
+		t.Errorf("item ran %d times, want 2", n)
+	}
+}
+
+func TestEscapeAttrValidation(t *testing.T) {
+	q := mustAlloc(t, "esc-attr", wq.PerCPU, 0)
+	if !slices.Contains(q.AttrNames(), "escape_after") {
+		t.Errorf("AttrNames %v lacks escape_after", q.AttrNames())
+	}
+	for in, want := range map[string]string{"50us": "50us", "50": "50us", "1ms": "1ms", "0": "0", " 200us ": "200us"} {
+		if err := q.SetAttr("escape_after", in); err != nil {
+			t.Errorf("SetAttr(escape_after, %q): %v", in, err)
+			continue
+		}
+		if got, err := q.Attr("escape_after"); err != nil || got != want {
+			t.Errorf("after %q: Attr = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	_ = q.SetEscapeAfter(20 * time.Microsecond)
+	for _, bad := range []string{"-1ms", "-5", "abc", "", "1 ms"} {
+		if err := q.SetAttr("escape_after", bad); !errors.Is(err, wq.ErrInvalidArgument) {
+			t.Errorf("SetAttr(escape_after, %q) = %v, want ErrInvalidArgument", bad, err)
+		}
+	}
+	if err := q.SetEscapeAfter(-time.Microsecond); !errors.Is(err, wq.ErrInvalidArgument) {
+		t.Errorf("SetEscapeAfter(-1us) = %v", err)
+	}
+	if d := q.EscapeAfter(); d != 20*time.Microsecond {
+		t.Errorf("a refused write changed escape_after to %v", d)
+	}
+	if st := q.Stats(); st.EscapeAfter != 20*time.Microsecond {
+		t.Errorf("Stats().EscapeAfter = %v", st.EscapeAfter)
+	}
+
+	u := mustAlloc(t, "esc-attr-u", wq.Unbound, 0)
+	if slices.Contains(u.AttrNames(), "escape_after") {
+		t.Errorf("unbound AttrNames %v has escape_after", u.AttrNames())
+	}
+	if err := u.SetAttr("escape_after", "50us"); !errors.Is(err, wq.ErrInvalidArgument) {
+		t.Errorf("unbound SetAttr(escape_after) = %v", err)
+	}
+	if _, err := u.Attr("escape_after"); !errors.Is(err, wq.ErrInvalidArgument) {
+		t.Errorf("unbound Attr(escape_after) = %v", err)
+	}
+	if _, err := wq.Alloc("esc-bad", wq.Unbound, 0, wq.EscapeAfter(time.Millisecond)); !errors.Is(err, wq.ErrInvalidArgument) {
+		t.Errorf("Alloc(Unbound, EscapeAfter) = %v", err)
+	}
+	if _, err := wq.AllocOrdered("esc-bad", 0, wq.EscapeAfter(time.Millisecond)); !errors.Is(err, wq.ErrInvalidArgument) {
+		t.Errorf("AllocOrdered(EscapeAfter) = %v", err)
+	}
+	if _, err := wq.Alloc("esc-bad", wq.PerCPU, 0, wq.EscapeAfter(-time.Millisecond)); !errors.Is(err, wq.ErrInvalidArgument) {
+		t.Errorf("Alloc(EscapeAfter(-1ms)) = %v", err)
+	}
+	d := mustAlloc(t, "esc-attr-d", wq.PerCPU, 0)
+	d.Destroy()
+	if err := d.SetEscapeAfter(time.Millisecond); !errors.Is(err, wq.ErrDestroyed) {
+		t.Errorf("SetEscapeAfter after Destroy = %v", err)
+	}
+}
