@@ -52,7 +52,7 @@ func TestRev1ReservePKeepsUserGOMAXPROCS(t *testing.T) {
 	ReserveP(1) // the CM monitor starts
 	user := orig + 3
 	runtime.GOMAXPROCS(user) // the program's own setting
-	ReserveP(1) // an RT pool is made
+	ReserveP(1)              // an RT pool is made
 	got := runtime.GOMAXPROCS(0)
 	ReserveP(-1)
 	ReserveP(-1) // the monitor stops
