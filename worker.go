@@ -83,6 +83,7 @@ type worker struct {
 	parkCPU  int   // guarded by pool.mu: the CPU it parked on (kick's wake_cpu hint)
 	lastCPU  int64 // owned by the worker: its thread CPU ns at the last read
 	cpuOwe   *pwq  // owned by the worker: pwq to charge at the next read; nil when settled
+	cpuOff   bool  // owned by the worker: its last item ended with accounting off (lastCPU is stale)
 	cpuAt    int64 // owned by the CM monitor: thread CPU ns at item start or wake
 	seenAt   uint64
 	rescuer  *rescuer // non-nil for a rescuer thread
@@ -506,10 +507,31 @@ func (wk *worker) endItem(w *Work, pq *pwq, t *wqtrace.Tracer) {
 	end := nanotime()
 	pq.stats.exec.observe(end - wk.currentAt)
 	if cpuAccounting.Load() {
+		if wk.cpuOff {
+			// Accounting was off for earlier items: charge this item no
+			// more than its wall time, and count from here.
+			wk.cpuOff = false
+			c := sched.SelfCPUTime()
+			wk.lastCPU = max(wk.lastCPU, c-(end-wk.currentAt))
+			wk.cpuOwe = pq
+			wk.settleCPU()
+		}
 		wk.cpuOwe = pq
 		if end-wk.currentAt >= int64(cpuReadAfter) {
 			wk.settleCPU()
 		}
+	} else if !wk.cpuOff {
+		// Accounting just went off (one read per switch): charge what is
+		// owed from before this item (at most the CPU since the last read
+		// less this item's wall time, which bounds its CPU), so that CPU
+		// used with accounting off is charged to no queue.
+		if pq := wk.cpuOwe; pq != nil {
+			wk.cpuOwe = nil
+			c := sched.SelfCPUTime()
+			pq.stats.cpuTimeNs.Add(max(0, c-wk.lastCPU-(end-wk.currentAt)))
+			wk.lastCPU = c
+		}
+		wk.cpuOff = true
 	}
 	pq.stats.completed.Add(1)
 	// The instance is done for the exit path before user code runs again.
