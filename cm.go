@@ -173,6 +173,9 @@ func cmMonitor(stop, done chan struct{}) {
 		} else {
 			// Deep idle: wait for cmNotifyBusy.
 			fast, interval = false, cmFastPoll
+			if h := cmDeepIdleHook.Load(); h != nil {
+				(*h)() // tests: a pool registered and busy after the snapshot
+			}
 			cmMon.idle.Store(true)
 			// Re-check after publishing idle, so a start in between is seen.
 			for _, p := range snap {
@@ -385,6 +388,10 @@ func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick 
 	}
 	return refs, wantFast, sawSleep
 }
+
+// cmDeepIdleHook, when set (tests), is called by the CM monitor as it
+// decides to enter deep idle, before it publishes cmMon.idle.
+var cmDeepIdleHook atomic.Pointer[func()]
 
 // unboundBlockingEntries counts the times an unbound pool went unlimited
 // (tests).
