@@ -177,12 +177,15 @@ func cmMonitor(stop, done chan struct{}) {
 				(*h)() // tests: a pool registered and busy after the snapshot
 			}
 			cmMon.idle.Store(true)
-			// Re-check after publishing idle, so a start in between is seen.
-			for _, p := range snap {
+			// Re-check after publishing idle, so a start in between is seen:
+			// every registered pool, not the snapshot's, as a pool
+			// registered since may have started an item before idle was
+			// published.
+			cmMon.each(func(p *pool, _ struct{}) {
 				if p.busy.Load() > 0 {
 					busy = true
 				}
-			}
+			})
 			if !busy {
 				select {
 				case <-stop:
