@@ -412,8 +412,9 @@ func (wk *worker) processOne(w *Work) bool {
 			p.nrRunning--
 		}
 	}
-	// Chain wake-ups: unbound pools are not concurrency-managed, so each
-	// pending item gets its own worker.
+	// Chain wake-ups (kick_pool): while the pool's concurrency allows
+	// another running worker (an unbound pool below its CPU count, or
+	// blocking), the next pending item gets one.
 	p.kick()
 	if p.busy.Add(1) == 1 && p.cm {
 		cmNotifyBusy()
