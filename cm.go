@@ -44,7 +44,6 @@ func cmRegister(p *pool) {
 		// P: when every P runs a worker, it would take one by preempting
 		// a worker, whose thread then sleeps and is seen as blocked. One
 		// P is reserved while it runs (released in cmMonitor).
-		sched.ReserveP(1)
 		sched.GoLocked(func() {
 			raiseMonitor()
 			cmMonitor(stop, done)
@@ -126,10 +125,7 @@ const cmBackoffMax = time.Millisecond
 var cmPolls struct{ fast, all atomic.Int64 }
 
 func cmMonitor(stop, done chan struct{}) {
-	defer func() {
-		sched.ReserveP(-1)
-		close(done)
-	}()
+	defer close(done)
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	var snap []*pool
@@ -195,13 +191,19 @@ func cmMonitor(stop, done chan struct{}) {
 		} else {
 			// Deep idle: wait for cmNotifyBusy.
 			fast, interval = false, cmFastPoll
+			if h := cmDeepIdleHook.Load(); h != nil {
+				(*h)() // tests: a pool registered and busy after the snapshot
+			}
 			cmMon.idle.Store(true)
-			// Re-check after publishing idle, so a start in between is seen.
-			for _, p := range snap {
+			// Re-check after publishing idle, so a start in between is seen:
+			// every registered pool, not the snapshot's, as a pool
+			// registered since may have started an item before idle was
+			// published.
+			cmMon.each(func(p *pool, _ struct{}) {
 				if p.busy.Load() > 0 || p.escWatch.Load() {
 					busy = true
 				}
-			}
+			})
 			if !busy {
 				select {
 				case <-stop:
@@ -449,6 +451,10 @@ func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick 
 	}
 	return refs, wantFast, sawSleep
 }
+
+// cmDeepIdleHook, when set (tests), is called by the CM monitor as it
+// decides to enter deep idle, before it publishes cmMon.idle.
+var cmDeepIdleHook atomic.Pointer[func()]
 
 // unboundBlockingEntries counts the times an unbound pool went unlimited
 // (tests).

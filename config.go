@@ -82,7 +82,9 @@ func init() {
 // So an awake worker makes no system call per short item, CPUtime counts
 // every nanosecond the workers spent in items and in their own loop, and
 // a run of short items of several queues is charged to the last of them.
-// When off, CPUtime stays 0.
+// When off, CPUtime stays 0; CPU used while it is off is charged to no
+// queue after it is turned on again (the first item to end after a switch
+// is charged at most its wall time).
 func SetCPUAccounting(on bool) { cpuAccounting.Store(on) }
 
 // SetCPUIntensiveThresh sets how long (CPU time) an item on a per-CPU

@@ -232,7 +232,12 @@ func (p *pool) concurrency() int {
 	case p.key.cpu >= 0:
 		return 1
 	case p.blocking:
-		return math.MaxInt32
+		// cmSample ends the hold, but samples only busy pools: a pool
+		// that went idle while blocking ends it here.
+		if nanotime()-p.blockedAt <= int64(unboundBlockingHold) {
+			return math.MaxInt32
+		}
+		p.blocking = false
 	}
 	return max(1, len(p.cpus))
 }

@@ -133,6 +133,7 @@ func (r *rescuer) main(wk *worker) {
 	r.mu.Lock()
 	wk.setIdentity(sched.Gettid())
 	r.mu.Unlock()
+	wk.lastCPU = sched.SelfCPUTime() // the first settleCPU charges from here
 	_ = sched.SetName(wk.name)
 	for {
 		wk.settleCPU()

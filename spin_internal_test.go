@@ -86,7 +86,7 @@ func TestKickWithSpinner(t *testing.T) {
 	}
 	// Once a worker was seen blocked, the unbound pool runs every pending
 	// item at once, as the kernel's unbound pools do.
-	p.blocking = true
+	p.blocking, p.blockedAt = true, nanotime()
 	p.kick()
 	if p.mu.wake != idle {
 		t.Errorf("kick of a blocking unbound pool did not wake the idle worker")

@@ -18,7 +18,7 @@ type QueueStats struct {
 	Total   int64         // items started (total)
 	Infl    int64         // items started and not yet finished (infl)
 	CPUTime time.Duration // CPU time of the queue's items (CPUtime), from each worker thread's CPU clock
-	CPUItsv int64         // CPU-intensive violations (CPUitsv); per-CPU queues only
+	CPUItsv int64         // CPU-intensive violations (CPUitsv); unbound queues too (their pools are concurrency-managed)
 	CMW     int64         // concurrency-management wake-ups (CMW)
 	RPR     int64         // repatriations (RPR); unbound queues only
 	Mayday  int64         // mayday requests sent to the rescuer

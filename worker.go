@@ -22,8 +22,8 @@ import (
 //   - identity: tid and self hold the thread id only while the worker's
 //     goroutine owns its thread, so "am I this worker?" is one gettid and a
 //     compare (onSelf). Before every item the worker checks that it is still
-//     on its thread (a work function may call runtime.UnlockOSThread) by
-//     comparing sched.ThreadToken with the one it recorded;
+//     on its thread (a work function may call runtime.UnlockOSThread) with
+//     sched.ThreadCheck;
 //   - exit: every way out of main (dying, setup failure, runtime.Goexit in
 //     a work function or a callback, a lost thread) goes through main's
 //     deferred exit path, which finishes the current item exactly once,
@@ -41,10 +41,10 @@ type worker struct {
 	// claim is the thread's claim (sched.Claim), for ResetThreadIf. Owned
 	// by the worker's goroutine.
 	claim uint64
-	// token is the thread's sched.ThreadToken, for the check before each
-	// item that the goroutine is still on its thread (about 1 ns where the
-	// CPU and kernel allow, else a gettid). Owned by the worker's goroutine.
-	token uint64
+	// thread is the check before each item that the goroutine is still on
+	// its thread (sched.ThreadCheck: about 1 ns where the CPU and kernel
+	// allow, a gettid every 64th item). Owned by the worker's goroutine.
+	thread sched.ThreadCheck
 	// curPool is the pool the worker is attached to: its pool, or for a
 	// rescuer the pool it is rescuing now (nil between rescues). Written
 	// under that pool's mu; a reader holding p.mu that finds curPool == p
@@ -83,6 +83,7 @@ type worker struct {
 	parkCPU  int   // guarded by pool.mu: the CPU it parked on (kick's wake_cpu hint)
 	lastCPU  int64 // owned by the worker: its thread CPU ns at the last read
 	cpuOwe   *pwq  // owned by the worker: pwq to charge at the next read; nil when settled
+	cpuOff   bool  // owned by the worker: its last item ended with accounting off (lastCPU is stale)
 	cpuAt    int64 // owned by the CM monitor: thread CPU ns at item start or wake
 	seenAt   uint64
 	rescuer  *rescuer // non-nil for a rescuer thread
@@ -122,7 +123,7 @@ func (wk *worker) onSelf() bool {
 // called with pool.mu held.
 func (wk *worker) setIdentity(tid int) {
 	wk.claim = sched.Claim()
-	wk.token = sched.ThreadToken()
+	wk.thread.Set()
 	wk.tid = tid
 	wk.self.Store(int32(tid))
 	workers.Enter(wk)
@@ -388,7 +389,7 @@ func (wk *worker) processScheduled() bool {
 // retired. Mirrors process_one_work.
 func (wk *worker) processOne(w *Work) bool {
 	p := wk.curPool.Load()
-	if sched.ThreadToken() != wk.token {
+	if !wk.thread.Same() {
 		// A work function unlocked the goroutine from its thread
 		// (runtime.UnlockOSThread, LockDepth times) and it has moved since
 		// (in that function or waiting for this lock): do not run w on a
@@ -416,8 +417,9 @@ func (wk *worker) processOne(w *Work) bool {
 			p.nrRunning--
 		}
 	}
-	// Chain wake-ups: unbound pools are not concurrency-managed, so each
-	// pending item gets its own worker.
+	// Chain wake-ups (kick_pool): while the pool's concurrency allows
+	// another running worker (an unbound pool below its CPU count, or
+	// blocking), the next pending item gets one.
 	p.kick()
 	if p.busy.Add(1) == 1 && p.cm {
 		cmNotifyBusy()
@@ -511,10 +513,31 @@ func (wk *worker) endItem(w *Work, pq *pwq, t *wqtrace.Tracer) {
 	end := nanotime()
 	pq.stats.exec.observe(end - wk.currentAt)
 	if cpuAccounting.Load() {
+		if wk.cpuOff {
+			// Accounting was off for earlier items: charge this item no
+			// more than its wall time, and count from here.
+			wk.cpuOff = false
+			c := sched.SelfCPUTime()
+			wk.lastCPU = max(wk.lastCPU, c-(end-wk.currentAt))
+			wk.cpuOwe = pq
+			wk.settleCPU()
+		}
 		wk.cpuOwe = pq
 		if end-wk.currentAt >= int64(cpuReadAfter) {
 			wk.settleCPU()
 		}
+	} else if !wk.cpuOff {
+		// Accounting just went off (one read per switch): charge what is
+		// owed from before this item (at most the CPU since the last read
+		// less this item's wall time, which bounds its CPU), so that CPU
+		// used with accounting off is charged to no queue.
+		if pq := wk.cpuOwe; pq != nil {
+			wk.cpuOwe = nil
+			c := sched.SelfCPUTime()
+			pq.stats.cpuTimeNs.Add(max(0, c-wk.lastCPU-(end-wk.currentAt)))
+			wk.lastCPU = c
+		}
+		wk.cpuOff = true
 	}
 	pq.stats.completed.Add(1)
 	// The instance is done for the exit path before user code runs again.

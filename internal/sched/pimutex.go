@@ -81,8 +81,10 @@ func (m *PIMutex) lockSlow(tid uint32) {
 				return
 			}
 		case unix.EDEADLK:
+			runtime.UnlockOSThread() // Lock's: the lock is not taken
 			panic("sched: PIMutex locked twice by one thread")
 		default:
+			runtime.UnlockOSThread()
 			panic("sched: FUTEX_LOCK_PI: " + e.Error())
 		}
 	}

@@ -197,19 +197,25 @@ func OnMainThread() bool { return unix.Gettid() == unix.Getpid() }
 // reserved Ps for RT threads; see docs/design.md "The wake path".
 var pReserve struct {
 	mu    sync.Mutex
-	base  int
-	extra int
+	base  int // GOMAXPROCS without our reservations
+	extra int // Ps reserved now
+	at    int // the GOMAXPROCS we last set; another value means the program set its own
 }
 
 // ReserveP raises (n > 0) or lowers (n < 0) GOMAXPROCS by n, process-wide,
-// for RT threads: each RT worker pool (package wq) and each RT kthread
-// worker reserves one P for its life, so that when the futex wakes it under
-// load it finds an idle P instead of queueing behind busy goroutines. The
-// base is the GOMAXPROCS in force when the first reservation is made and is
-// restored when the last one is released. Changing GOMAXPROCS stops the
-// world, which under CPU load can take milliseconds, so callers reserve when
-// a pool or thread is created or destroyed, never per item. Safe from any
-// goroutine; it blocks for the stop-the-world.
+// for RT threads: each RT worker pool (package wq), each RT kthread worker
+// and each set of RT timer threads reserves one P for its life, so that
+// when the futex wakes it under load it finds an idle P instead of
+// queueing behind busy goroutines. GOMAXPROCS is the base (the value
+// before the first reservation) plus the Ps reserved. If the program sets
+// GOMAXPROCS itself meanwhile, its value becomes the new base, the
+// reservations made before count as included in it, and it is never
+// lowered below it. Note that any explicit GOMAXPROCS setting, this one
+// included, turns off the runtime's automatic updates from the cgroup CPU
+// limit (Go 1.25+). Changing GOMAXPROCS stops the world, which under CPU
+// load can take milliseconds, so callers reserve when a pool or thread is
+// created or destroyed, never per item. Safe from any goroutine; it blocks
+// for the stop-the-world.
 func ReserveP(n int) {
 	r := &pReserve
 	r.mu.Lock()
@@ -217,14 +223,16 @@ func ReserveP(n int) {
 	if n == 0 {
 		return
 	}
-	if r.extra == 0 {
-		r.base = runtime.GOMAXPROCS(0)
+	if cur := runtime.GOMAXPROCS(0); cur != r.at {
+		r.base, r.extra = cur, 0
 	}
-	r.extra += n
-	if r.extra < 0 {
-		r.extra = 0
+	extra := max(0, r.extra+n)
+	if extra == r.extra {
+		return
 	}
-	runtime.GOMAXPROCS(r.base + r.extra)
+	r.extra = extra
+	r.at = r.base + r.extra
+	runtime.GOMAXPROCS(r.at)
 }
 
 // Claimed reports whether a GoLocked goroutine owns thread tid now.
@@ -232,4 +240,31 @@ func Claimed(tid int) bool {
 	claims.mu.Lock()
 	defer claims.mu.Unlock()
 	return claims.m[tid] != 0
+}
+
+// ThreadCheck tells a goroutine locked to a thread whether it is still on
+// that thread: a work function may unlock it (runtime.UnlockOSThread as
+// many times as it was locked), and the scheduler may then move it. Same
+// compares ThreadToken with the one recorded by Set (about 1 ns where the
+// CPU and kernel allow); since a thread created after the recorded one
+// exited may get the same token, every 64th call also compares the thread
+// id (a system call). So a move is seen at once, or within 64 checks when
+// the thread left has died and its token was reused. Owned by one
+// goroutine; the zero value must be Set before use.
+type ThreadCheck struct {
+	token uint64
+	tid   int
+	n     uint32
+}
+
+// Set records the calling thread.
+func (c *ThreadCheck) Set() { c.token, c.tid, c.n = ThreadToken(), Gettid(), 0 }
+
+// Same reports whether the caller runs on the thread recorded by Set.
+func (c *ThreadCheck) Same() bool {
+	if ThreadToken() != c.token {
+		return false
+	}
+	c.n++
+	return c.n%64 != 0 || Gettid() == c.tid
 }
