@@ -1,0 +1,74 @@
+package wq_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gowq/wq"
+)
+
+// Review findings on per-key ordering (hrev2). A test here that fails
+// documents an open finding; its comment says what it shows.
+
+// TestReviewKeyedPlainInstanceEndsKeyedEarly: a Work whose keyed instance
+// runs on q1 is queued plainly on q2 (another pool, so it may run at the
+// same time, as the kernel allows across workqueues). The plain instance
+// finishes first; finishRun passes doneSeq (the plain, later instance) to
+// keyedDone, which takes d >= activeSeq as "the keyed instance is done"
+// and starts the next item of the key while the keyed instance still
+// runs: a per-key mutual-exclusion violation.
+func TestReviewKeyedPlainInstanceEndsKeyedEarly(t *testing.T) {
+	q1, err := wq.Alloc("rev-keyed-a", wq.Unbound, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q1.Destroy()
+	q2, err := wq.Alloc("rev-keyed-b", wq.Unbound|wq.HighPri, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q2.Destroy()
+
+	started := make(chan struct{})
+	open := make(chan struct{})
+	plainDone := make(chan struct{})
+	calls := 0 // only touched by the item's runs, which the test orders
+	var a *wq.Work
+	a = wq.NewWork(func() {
+		calls++
+		switch calls {
+		case 1: // the keyed instance, on q1
+			close(started)
+			<-open
+		case 2: // the plain instance, on q2
+			close(plainDone)
+		}
+	})
+	_ = a
+	bRan := make(chan struct{})
+	b := wq.NewWork(func() { close(bRan) })
+
+	const key = 7
+	if !q1.QueueKeyed(key, a) {
+		t.Fatal("QueueKeyed(a) = false")
+	}
+	waitChan(t, "a's keyed instance to start", started)
+	if !q1.QueueKeyed(key, b) {
+		t.Fatal("QueueKeyed(b) = false")
+	}
+	if !q2.Queue(a) {
+		t.Fatal("Queue(a) on q2 = false")
+	}
+	waitChan(t, "a's plain instance on q2", plainDone)
+	select {
+	case <-bRan:
+		t.Errorf("b (key %d) ran while a's keyed instance of that key was still running", key)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(open)
+	waitChan(t, "b", bRan)
+	q1.Flush()
+	if keys, _ := q1.KeyStates(); keys != 0 {
+		t.Errorf("%d key(s) still in flight after Flush", keys)
+	}
+}
