@@ -1,6 +1,8 @@
 package wq_test
 
 import (
+	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,4 +73,48 @@ func TestReviewKeyedPlainInstanceEndsKeyedEarly(t *testing.T) {
 	if keys, _ := q1.KeyStates(); keys != 0 {
 		t.Errorf("%d key(s) still in flight after Flush", keys)
 	}
+}
+
+// TestReviewKeyedModDelayedActiveHoldsKey: ModDelayed of a DelayedWork
+// whose keyed instance is the key's active item, waiting on the
+// workqueue, grabs it off the pwq and arms it with the same instance
+// sequence, so the key state still names it active: the key (and its
+// chain) then waits for the timer, keyedN still counts it, and Drain,
+// which does not otherwise wait for armed timers, waits for it too. A
+// chained item taken by ModDelayed leaves its key instead (grabChained).
+// Expected: ModDelayed takes the instance out of its key either way.
+func TestReviewKeyedModDelayedActiveHoldsKey(t *testing.T) {
+	quietLogs(t)
+	q := mustAlloc(t, "rev-keyed-moddelayed", wq.Unbound, 1)
+	g := newKeyGate() // holds the only max_active slot
+	if !q.Queue(g.w) {
+		t.Fatal("Queue(gate) = false")
+	}
+	waitChan(t, "gate", g.started)
+	var ran atomic.Int32
+	dw := wq.NewDelayedWork(func() { ran.Add(1) })
+	const key = 3
+	if !q.QueueKeyed(key, &dw.Work) { // active, on the inactive list
+		t.Fatal("QueueKeyed(dw) = false")
+	}
+	bRan := make(chan struct{})
+	b := wq.NewWork(func() { close(bRan) })
+	if !q.QueueKeyed(key, b) { // chained behind dw
+		t.Fatal("QueueKeyed(b) = false")
+	}
+	if !q.ModDelayed(dw, time.Hour) {
+		t.Fatal("ModDelayed of the pending item = false")
+	}
+	close(g.open)
+	select {
+	case <-bRan:
+	case <-time.After(30 * time.Second):
+		t.Errorf("b, chained behind dw, did not run after dw was moved to a 1 h timer (key still held by the armed instance; keyed in flight %d)", q.KeyedInFlight())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := q.DrainContext(ctx); err != nil {
+		t.Errorf("DrainContext with only an armed delayed item: %v (it waits for the 1 h timer)", err)
+	}
+	dw.Cancel()
 }
