@@ -112,7 +112,8 @@ func (q *Workqueue) QueueKeyedString(key string, w *Work) bool {
 // Disable and DisableSync remove it from the chain (the rest of the chain
 // keeps its order and goes on), and Queue of it returns false. Only keyed
 // instances are ordered: an instance queued with Queue runs outside every
-// key.
+// key, and so does one that ModDelayed re-arms (the key moves on to its
+// next item without waiting for the timer).
 //
 // A Work has keyed instances under one key at a time: QueueKeyed of a
 // Work whose keyed instance is in flight (chained, queued or running)
