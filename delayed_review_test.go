@@ -2,6 +2,7 @@ package wq_test
 
 import (
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -67,5 +68,56 @@ func TestReviewDelayedFlushDuringDrain(t *testing.T) {
 			}
 		}
 		t.Errorf("the armed item ran %d times after DelayedWork.Flush during Drain, want 1 (%d ErrDraining report(s))", n, draining)
+	}
+}
+
+// TestReviewModDelayedRacesExpiry: ModDelayed with delays of a few us
+// races the timer's expiry (Go timers and, where permitted, the RT timer
+// thread); after each round's Flush the item ran once or twice (twice
+// when the first arming fired and ran before the second ModDelayed), never
+// zero times (lost) nor three (fired twice), and Cancel leaves it idle.
+func TestReviewModDelayedRacesExpiry(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		flags wq.Flags
+	}{{"unbound", wq.Unbound}, {"percpu-rt", wq.PerCPU | wq.RT}, {"unbound-rt", wq.Unbound | wq.RT}} {
+		t.Run(c.name, func(t *testing.T) {
+			q, err := wq.Alloc("rev-mod-"+c.name, c.flags, 0)
+			if errors.Is(err, wq.ErrPermission) {
+				t.Skipf("refused here: %v", err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer q.Destroy()
+			var runs atomic.Int32
+			dw := wq.NewDelayedWork(func() { runs.Add(1) })
+			for i := range 2000 {
+				r0 := runs.Load()
+				d1 := time.Duration(i%7) * time.Microsecond
+				d2 := time.Duration(i%5) * 3 * time.Microsecond
+				q.ModDelayed(dw, d1)
+				for range i % 3 {
+					runtime.Gosched()
+				}
+				q.ModDelayed(dw, d2)
+				dw.Flush()
+				if n := runs.Load() - r0; n < 1 || n > 2 {
+					t.Fatalf("round %d: the item ran %d times (want 1 or 2)", i, n)
+				}
+				if i%4 == 0 {
+					q.ModDelayed(dw, d1)
+					dw.CancelSync()
+					r1 := runs.Load()
+					if dw.Pending() {
+						t.Fatalf("round %d: pending after CancelSync", i)
+					}
+					dw.Flush()
+					if runs.Load() != r1 {
+						t.Fatalf("round %d: ran after CancelSync", i)
+					}
+				}
+			}
+		})
 	}
 }
