@@ -454,6 +454,13 @@ func TestQueueKeyedCancelChained(t *testing.T) {
 	}
 	flushed := make(chan bool)
 	go func() { flushed <- items[4].Flush() }()
+	// Open the gate only once the Flush waits (else items[4] may have run
+	// before Flush began, and Flush rightly returns false).
+	for end := time.Now().Add(60 * time.Second); items[4].FlushWaiters() == 0; time.Sleep(100 * time.Microsecond) {
+		if time.Now().After(end) {
+			t.Fatal("Flush of the chained item never began waiting")
+		}
+	}
 	close(g.open)
 	if !<-flushed {
 		t.Fatal("Flush of a chained item did not wait")
