@@ -13,7 +13,7 @@ import (
 // documents an open finding; its comment says what it shows.
 
 // TestReviewKeyedPlainInstanceEndsKeyedEarly: a Work whose keyed instance
-// runs on q1 is queued plainly on q2 (another pool, so it may run at the
+// runs on q1 is queued plainly on q2 (nice 5: another pool, so it may run at the
 // same time, as the kernel allows across workqueues). The plain instance
 // finishes first; finishRun passes doneSeq (the plain, later instance) to
 // keyedDone, which takes d >= activeSeq as "the keyed instance is done"
@@ -25,11 +25,15 @@ func TestReviewKeyedPlainInstanceEndsKeyedEarly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer q1.Destroy()
-	q2, err := wq.Alloc("rev-keyed-b", wq.Unbound|wq.HighPri, 0)
+	q2, err := wq.Alloc("rev-keyed-b", wq.Unbound, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer q2.Destroy()
+	// Other attributes, so another pool (raising nice needs no privilege).
+	if err := q2.SetNice(5); err != nil {
+		t.Fatal(err)
+	}
 
 	started := make(chan struct{})
 	open := make(chan struct{})
