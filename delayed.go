@@ -179,7 +179,9 @@ func (dw *DelayedWork) FlushContext(ctx context.Context) (bool, error) {
 	dw.mu.Lock()
 	ch := dw.waiterLocked(seqOf(dw.state.Load()))
 	dw.mu.Unlock()
-	dw.wq.Load().queuePended(int(dw.cpu.Load()), &dw.Work)
+	// The armed instance was queued before any drain that began since,
+	// as when its timer fires: a draining queue accepts it.
+	dw.wq.Load().queuePendedFrom(int(dw.cpu.Load()), &dw.Work, true)
 	if ch == nil {
 		return true, nil
 	}

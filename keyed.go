@@ -112,7 +112,8 @@ func (q *Workqueue) QueueKeyedString(key string, w *Work) bool {
 // Disable and DisableSync remove it from the chain (the rest of the chain
 // keeps its order and goes on), and Queue of it returns false. Only keyed
 // instances are ordered: an instance queued with Queue runs outside every
-// key.
+// key, and so does one that ModDelayed re-arms (the key moves on to its
+// next item without waiting for the timer).
 //
 // A Work has keyed instances under one key at a time: QueueKeyed of a
 // Work whose keyed instance is in flight (chained, queued or running)
@@ -168,7 +169,7 @@ func (q *Workqueue) QueueKeyed(key uint64, w *Work) bool {
 		// is done and only its hook has not run yet (a Flush of w may
 		// return in between), run the hook now; otherwise refuse.
 		if d, retry := cur.doneButLinked(w); retry {
-			w.keyedDone(d)
+			w.keyedDone(d, false)
 			continue
 		}
 		q.reportError(op, w.Func(), fmt.Errorf("%w: %s: key %#x: the item has a keyed instance in flight under another key", ErrKeyConflict, q.name, key))
@@ -291,7 +292,7 @@ func (ks *keyState) conflicts(w *Work, q *Workqueue, key uint64) bool {
 	if w.kst.Load() != ks || (sh.q == q && ks.key == key) {
 		return false
 	}
-	return w.kchained || (ks.active == w && w.doneSeqNow() < ks.activeSeq)
+	return w.kchained || (ks.active == w && !w.doneUpTo(ks.activeSeq))
 }
 
 // doneButLinked reports, for a QueueKeyed of w under another key, whether
@@ -308,15 +309,21 @@ func (ks *keyState) doneButLinked(w *Work) (d uint64, retry bool) {
 	if w.kchained || ks.active != w {
 		return 0, false
 	}
-	d = w.doneSeqNow()
-	return d, d >= ks.activeSeq
+	if !w.doneUpTo(ks.activeSeq) {
+		return 0, false
+	}
+	return ks.activeSeq, true
 }
 
-// doneSeqNow reads w.doneSeq (lock order: shard lock, then Work.mu).
-func (w *Work) doneSeqNow() uint64 {
+// doneUpTo reports whether every instance of w up to seq is done: doneSeq
+// has reached it and no instance runs (with an instance running, a later
+// instance that ran on another pool and finished first may have moved
+// doneSeq past a keyed instance that still runs). Lock order: shard lock,
+// then Work.mu.
+func (w *Work) doneUpTo(seq uint64) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.doneSeq
+	return w.doneSeq >= seq && w.running == 0
 }
 
 // grabChained takes a chained instance of w out of ks's chain for grab;
@@ -339,18 +346,20 @@ func (ks *keyState) grabChained(w *Work) bool {
 	return true
 }
 
-// keyedDone is the completion hook: every instance of w up to d is done
-// (called by finishRun and markCancelled without locks held). If that
-// ends the active instance of w's key, the next chained item becomes
-// active and is queued, or the key is released.
-func (w *Work) keyedDone(d uint64) {
+// keyedDone is the completion hook (called by finishRun and markCancelled
+// without locks held): every instance of w up to d is done, or, when
+// exact is set, only instance d is (other instances of w still run, on
+// other pools, and may include the keyed one). If that ends the active
+// instance of w's key, the next chained item becomes active and is
+// queued, or the key is released.
+func (w *Work) keyedDone(d uint64, exact bool) {
 	ks := w.kst.Load()
 	if ks == nil {
 		return
 	}
 	sh := ks.sh
 	sh.mu.Lock()
-	if w.kst.Load() != ks || ks.active != w || d < ks.activeSeq {
+	if w.kst.Load() != ks || ks.active != w || d < ks.activeSeq || (exact && d != ks.activeSeq) {
 		sh.mu.Unlock()
 		return
 	}

@@ -259,6 +259,7 @@ func backoff(spins int) {
 func (w *Work) markCancelled() {
 	s := seqOf(w.state.Load())
 	done := false
+	exact := false
 	w.mu.Lock()
 	if w.running > 0 && w.runSeq < s {
 		if s > w.cancelUpTo {
@@ -267,11 +268,14 @@ func (w *Work) markCancelled() {
 	} else if s > w.doneSeq {
 		w.doneSeq = s
 		done = true
+		// With an instance running (a later one: runSeq >= s), only s is
+		// known done: an earlier keyed instance may run on another pool.
+		exact = w.running > 0
 		w.wakeWaitersLocked()
 	}
 	w.mu.Unlock()
 	if done {
-		w.keyedDone(s)
+		w.keyedDone(s, exact)
 	}
 }
 
@@ -345,9 +349,16 @@ func (w *Work) finishRun(wk *worker, s uint64) {
 	if len(w.waiters) > 0 {
 		w.wakeWaitersLocked()
 	}
-	d = w.doneSeq
+	// Every instance up to doneSeq is done only when none runs; while
+	// another instance of w runs (on another pool: a plain instance, say,
+	// beside a keyed one), only s is, and the key's next item must wait
+	// for its own instance.
+	d, exact := w.doneSeq, w.running > 0
+	if exact {
+		d = s
+	}
 	w.mu.Unlock()
-	w.keyedDone(d)
+	w.keyedDone(d, exact)
 }
 
 func (w *Work) wakeWaitersLocked() {

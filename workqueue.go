@@ -753,6 +753,12 @@ func (q *Workqueue) modDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bool
 		return false
 	}
 	was := r == grabPending
+	if was {
+		// The instance goes on, re-armed, outside every key (as grab
+		// does for a chained one): if it was its key's active instance,
+		// the key moves on now instead of waiting for the timer.
+		dw.keyedDone(seqOf(dw.state.Load()), true)
+	}
 	if dw.Disabled() {
 		dw.markCancelled()
 		dw.release()
