@@ -725,3 +725,70 @@ func TestDelayedSelfFlushArmed(t *testing.T) {
 		t.Errorf("ErrDeadlock reported %d times, want 1", errs.count(wq.ErrDeadlock))
 	}
 }
+
+// TestUnlockedThreadResetWithoutNextItem: a work function unlocks the
+// worker's goroutine from its thread and then blocks, so the goroutine may
+// move; the thread it left (pinned to CPU 0 for a per-CPU pool) must get
+// the process's attributes back when the item ends, not at the next item,
+// which may never come (found by a stranger: ordinary goroutines ran on an
+// RT worker's thread after its last item). Rounds where the goroutine woke
+// on the same thread prove nothing and are retried.
+func TestUnlockedThreadResetWithoutNextItem(t *testing.T) {
+	defer wq.SetExitReportEvery(time.Nanosecond)()
+	errs := captureErrors(t)
+	procCPUs, err := sched.Affinity(os.Getpid())
+	if err != nil || len(procCPUs) < 2 {
+		t.Skip("needs a process allowed on two CPUs:", err)
+	}
+	workerOn := func(tid int) string {
+		for _, p := range wq.Pools() {
+			for _, wi := range p.Workers {
+				if wi.TID == tid {
+					return wi.Name
+				}
+			}
+		}
+		return ""
+	}
+	for round := 0; round < 20; round++ {
+		q := mustAlloc(t, "unlock-reset", wq.PerCPU, 0)
+		var before, after int
+		var name string
+		w := wq.NewWork(func() {
+			before = sched.Gettid()
+			name = workerOn(before)
+			for i := 0; i < sched.LockDepth+2; i++ {
+				runtime.UnlockOSThread()
+			}
+			time.Sleep(20 * time.Millisecond)
+			after = sched.Gettid()
+		})
+		q.QueueOn(0, w)
+		mustReturn(t, "Flush", func() { w.Flush() })
+		if before == after {
+			q.Destroy()
+			continue
+		}
+		// The goroutine moved: its old thread must be reset, gone, or the
+		// thread of a new worker (GoLocked may pick it up for the
+		// replacement, which pins it again).
+		isWorker := func(tid int) bool {
+			n := workerOn(tid)
+			return n != "" && n != name // a new worker, not the one that left
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			cpus, err := sched.Affinity(before)
+			if err != nil || len(cpus) == len(procCPUs) || isWorker(before) {
+				q.Destroy()
+				return
+			}
+			if time.Now().After(deadline) {
+				errs.mu.Lock()
+				t.Fatalf("thread %d, left by a worker's goroutine (now on %d), still has the pool's affinity %v 5 s after its item ended; reports: %v", before, after, cpus, errs.errs)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	t.Skip("the goroutine never moved off its thread in 20 rounds")
+}

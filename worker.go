@@ -441,6 +441,15 @@ func (wk *worker) processOne(w *Work) bool {
 
 	wk.runItem(w, fn, pq)
 
+	if !wk.thread.Same() {
+		// The work function unlocked the goroutine and it moved: the
+		// thread it left, with the pool's name, affinity and class, is the
+		// Go runtime's now. Reset it and retire at once, not before the
+		// next item, which may be long in coming (the worker would park
+		// and ordinary goroutines would run on an RT thread meanwhile).
+		wk.lostThread()
+		return false
+	}
 	p.mu.Lock()
 	wk.afterItem()
 	return true
@@ -681,8 +690,9 @@ func (wk *worker) retire() {
 // scheduler moved it): the old thread, with the pool's name, affinity and
 // class, is now the Go runtime's. It gives that thread the process's
 // attributes back, retires the worker (the goroutine then ends on whatever
-// thread it is on) and reports. No item is in progress; the pool lock is
-// not held.
+// thread it is on) and reports. Called before an item (none in progress)
+// or right after one ended (stageEnded: retire does its bookkeeping); the
+// pool lock is not held.
 func (wk *worker) lostThread() {
 	old := int(wk.self.Load())
 	_, rerr := sched.ResetThreadIf(old, wk.claim)

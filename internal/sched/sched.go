@@ -148,6 +148,22 @@ func SetAttr(tid int, a Attr) error {
 	return wrap(fmt.Sprintf("sched_setattr(%d, %s prio=%d nice=%d)", tid, a.Policy, a.Priority, a.Nice), unix.SchedSetAttr(tid, &attr, 0))
 }
 
+// setAttrNoResetOnFork is SetAttr without SCHED_RESET_ON_FORK, for giving a
+// thread back the process's own attributes (ResetThread): the main thread
+// does not have the flag, and a thread handed back to the Go runtime should
+// not differ from it. Clearing the flag needs CAP_SYS_NICE; without it the
+// flag is kept (harmless on SCHED_OTHER).
+func setAttrNoResetOnFork(tid int, a Attr) error {
+	if a.Policy == PolicyFIFO || a.Policy == PolicyRR || a.Nice < -20 || a.Nice > 19 {
+		return SetAttr(tid, a)
+	}
+	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: uint32(a.Policy), Nice: int32(a.Nice)}
+	if err := unix.SchedSetAttr(tid, &attr, 0); err == nil {
+		return nil
+	}
+	return SetAttr(tid, a)
+}
+
 // GetAttr reads thread tid's (0 = calling thread) policy, RT priority and
 // nice back from the kernel (sched_getattr(2)).
 func GetAttr(tid int) (Attr, error) {

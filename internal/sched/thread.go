@@ -156,7 +156,7 @@ func ResetThread(tid int) error {
 	if err := SetAffinity(tid, pa.cpus); err != nil {
 		first = err
 	}
-	if err := SetAttr(tid, pa.attr); err != nil && first == nil {
+	if err := setAttrNoResetOnFork(tid, pa.attr); err != nil && first == nil {
 		first = err
 	}
 	_ = setThreadName(tid, pa.name)
