@@ -75,9 +75,13 @@
 //     callback retires the worker through one exit path that finishes its
 //     item and starts a replacement.
 //   - Worker creation that fails (thread limits, attributes the kernel
-//     refuses) strands nothing: pools retry every 100 ms, MemReclaim queues'
-//     rescuers run the work, and the failure shows in Stats and the error
-//     handler (rate-limited).
+//     refuses) loses nothing: pools retry every 100 ms, MemReclaim queues'
+//     rescuers run the work, idle workers of other pools are let go to make
+//     room, and the failure shows in Stats (CreateErrors, CreateError) and
+//     the error handler (rate-limited). A queue without a rescuer whose pool
+//     can never get a thread (a thread limit the process already uses up)
+//     keeps its items pending until it can: Flush waits, FlushContext and
+//     DrainContext time out.
 //
 // The kernel function each call mirrors is named in its doc comment;
 // docs/kernel-api.md has the whole mapping.

@@ -792,3 +792,33 @@ func TestUnlockedThreadResetWithoutNextItem(t *testing.T) {
 	}
 	t.Skip("the goroutine never moved off its thread in 20 rounds")
 }
+
+// TestDrainingReportedOncePerDrain: queue attempts refused while a queue
+// drains return false every time, but the error handler hears of the
+// first of each drain only (a producer that keeps queueing would report
+// thousands), and a later drain reports again.
+func TestDrainingReportedOncePerDrain(t *testing.T) {
+	errs := captureErrors(t)
+	q := mustAlloc(t, "drain-once", wq.Unbound, 0)
+	for round := 1; round <= 2; round++ {
+		release := make(chan struct{})
+		started := make(chan struct{})
+		blocker := wq.NewWork(func() { close(started); <-release })
+		q.Queue(blocker)
+		<-started
+		done := make(chan struct{})
+		go func() { q.Drain(); close(done) }()
+		refused := 0
+		for refused < 100 {
+			if !q.Queue(wq.NewWork(func() {})) {
+				refused++
+			}
+			runtime.Gosched()
+		}
+		close(release)
+		<-done
+		if n := errs.count(wq.ErrDraining); n != round {
+			t.Fatalf("drain %d: %d ErrDraining reports after %d refusals in all, want %d", round, n, 100*round, round)
+		}
+	}
+}

@@ -142,7 +142,7 @@ func (q *Workqueue) QueueKeyed(key uint64, w *Work) bool {
 		if q.destroyed.Load() {
 			q.reportDestroyed(w)
 		} else {
-			q.reportError(op, w.Func(), fmt.Errorf("%w: %s", ErrDraining, q.name))
+			q.reportDraining(op, w)
 		}
 		return false
 	}

@@ -62,7 +62,10 @@ type Workqueue struct {
 	draining   atomic.Int32
 	destroyed  atomic.Bool
 	reported   atomic.Bool // ErrDestroyed reported once
-	destroyMu  sync.Mutex
+	// drainReported: ErrDraining was reported in the current drain (once
+	// per drain: a producer that keeps queueing would report thousands).
+	drainReported atomic.Bool
+	destroyMu     sync.Mutex
 
 	flushMu        sync.Mutex    // serialises flushers
 	flushLeft      atomic.Int32  // pwqs the current flush still waits for
@@ -554,7 +557,7 @@ func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, fromTimer bool) bool {
 		if q.destroyed.Load() {
 			q.reportDestroyed(w)
 		} else {
-			q.reportError("queue_work_on", w.Func(), fmt.Errorf("%w: %s", ErrDraining, q.name))
+			q.reportDraining("queue_work_on", w)
 		}
 		w.markCancelled()
 		w.release()
@@ -871,9 +874,19 @@ func (q *Workqueue) DrainContext(ctx context.Context) error {
 		q.reportError("drain_workqueue", q.name, ErrDeadlock)
 		return ErrDeadlock
 	}
+	q.drainReported.Store(false)
 	q.draining.Add(1)
 	defer q.draining.Add(-1)
 	return q.drainLoop(ctx)
+}
+
+// reportDraining reports a queue attempt refused because the queue
+// drains: the first of each drain, as the kernel's WARN_ON_ONCE would
+// (the later ones return false just the same).
+func (q *Workqueue) reportDraining(op string, w *Work) {
+	if q.drainReported.CompareAndSwap(false, true) {
+		q.reportError(op, w.Func(), fmt.Errorf("%w: %s (reported once per drain; later refusals are not reported)", ErrDraining, q.name))
+	}
 }
 
 func (q *Workqueue) drainLoop(ctx context.Context) error {
@@ -914,6 +927,7 @@ func (q *Workqueue) Destroy() {
 	q.mu.Lock()
 	q.destroying = true // no attribute change installs pwqs from now on
 	q.mu.Unlock()
+	q.drainReported.Store(false)
 	q.draining.Add(1) // never dropped: the queue refuses new work from now on
 	cancelled := q.closeTimers()
 	for {

@@ -23,7 +23,8 @@ import (
 const StopGrace = time.Second
 
 // readyTimeout bounds how long a start waits for a child's setup report.
-var readyTimeout = 10 * time.Second
+// Generous: a race-built child on a loaded 2-CPU machine took over 10 s.
+var readyTimeout = 30 * time.Second
 
 // Group is a set of antagonist child processes started together by
 // Burners, Hog or Fio. Each child leads its own process group, so signals
