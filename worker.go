@@ -475,7 +475,21 @@ func (wk *worker) runItem(w *Work, fn func(), pq *pwq) {
 			pq.stats.repatriated.Add(1)
 		}
 	}
-	if r, stack, panicked := callFn(fn); panicked {
+	// One lock level is dropped while fn runs and taken again after it:
+	// whatever fn does to the nesting count (runtime.UnlockOSThread any
+	// number of times), the goroutine is locked to the thread it is on
+	// while the worker does its own work between items: a goroutine that
+	// fn unlocked but that did not move cannot leave its thread in the
+	// worker's own waits (a contended pool lock would otherwise hand the
+	// thread, with the pool's attributes, to other goroutines), and one
+	// that moved is caught by the check in processOne. A later item runs
+	// with the levels that are left, unlocked if fn took them all: if it
+	// then blocks in Go and moves, the check after it retires the worker
+	// and resets the thread. (kthread's loop does the same.)
+	runtime.UnlockOSThread()
+	r, stack, panicked := callFn(fn)
+	runtime.LockOSThread()
+	if panicked {
 		pq.stats.panics.Add(1)
 		pi := PanicInfo{Workqueue: pq.wq.name, Func: w.Func(), Value: r, Stack: stack, Worker: wk.name}
 		pq.wq.reportPanic(pi)
