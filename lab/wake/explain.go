@@ -18,20 +18,33 @@ package wake
 //     CPU, and the sleeps beyond the one park between two items;
 //   - the sum of wq.Pools()' LockWaits (contended pool-lock
 //     acquisitions), read before the queue call and before the next one;
-//   - the Go runtime's GC pauses (runtime.MemStats' PauseEnd/PauseNs
-//     ring, read between slices whenever 200 cycles went by and at the
-//     end), overlapped with the sample's window [queue, start].
+//   - the Go runtime's stop-the-world pauses, overlapped with the
+//     sample's window [queue, start]: their exact ranges from a
+//     runtime/trace of the run (parsed with golang.org/x/exp/trace), or,
+//     when the tracer cannot start, runtime.MemStats' PauseEnd/PauseNs
+//     ring (read between slices whenever 200 cycles went by and at the
+//     end). The ring is a poor fallback: PauseNs sums a cycle's two
+//     pauses and PauseEnd is the end of the second (mark termination),
+//     so a long first pause (sweep termination, which waits for every
+//     thread running Go code to stop) is placed a whole mark phase too
+//     late.
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"runtime"
 	"runtime/metrics"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	xtrace "golang.org/x/exp/trace"
 	"golang.org/x/sys/unix"
 
 	"github.com/gowq/wq"
@@ -182,6 +195,14 @@ type Explain struct {
 	STWPauseP99  float64       `json:"stw_gc_pause_p99_us"` // /sched/pauses/total/gc:seconds over the run
 	STWPauseMax  float64       `json:"stw_gc_pause_max_us"`
 	STWPauses    uint64        `json:"stw_gc_pauses"`
+	// STWSource says where the pause ranges came from: "runtime/trace"
+	// (exact) or "MemStats ring" (approximate), with the reason for the
+	// fallback.
+	STWSource string `json:"stw_source"`
+	// TraceSTW counts the stop-the-world ranges of the trace, TraceSTWMax
+	// is the longest (us).
+	TraceSTW    int     `json:"trace_stw,omitempty"`
+	TraceSTWMax float64 `json:"trace_stw_max_us,omitempty"`
 }
 
 // threadStat is one reading of a thread's scheduler figures.
@@ -301,6 +322,86 @@ type explainer struct {
 	lastGC uint32
 	lost   uint64
 	m0     []metrics.Sample
+	tbuf   *bytes.Buffer // runtime/trace of the run, nil when not tracing
+	anchor int64         // stats.Now() of the anchor log event
+	stw    [][2]int64    // stop-the-world ranges from the trace (stats.Now() ns)
+	tnote  string        // why there are none
+}
+
+const traceCategory = "wqlab-wake-anchor"
+
+// startTrace starts the runtime tracer into memory, with an anchor event
+// that maps the trace's clock onto stats.Now().
+func (x *explainer) startTrace() {
+	x.tbuf = new(bytes.Buffer)
+	if err := trace.Start(x.tbuf); err != nil {
+		x.tbuf, x.tnote = nil, err.Error()
+		return
+	}
+	a := stats.Now()
+	trace.Log(context.Background(), traceCategory, "anchor")
+	x.anchor = (a + stats.Now()) / 2
+}
+
+// stopTrace stops the tracer and reads the stop-the-world ranges.
+func (x *explainer) stopTrace() {
+	if x.tbuf == nil {
+		return
+	}
+	trace.Stop()
+	stw, err := parseSTW(x.tbuf, x.anchor)
+	x.tbuf = nil
+	if err != nil {
+		x.tnote = err.Error()
+		return
+	}
+	x.stw = stw
+}
+
+// parseSTW returns the stop-the-world ranges of a runtime trace, in the
+// clock of the anchor: anchor is the stats.Now() of the first log event
+// of category traceCategory.
+func parseSTW(r io.Reader, anchor int64) ([][2]int64, error) {
+	tr, err := xtrace.NewReader(r)
+	if err != nil {
+		return nil, fmt.Errorf("trace: %w", err)
+	}
+	ranges := [][2]int64{}
+	var off int64
+	anchored := false
+	begin := int64(-1)
+	for {
+		ev, err := tr.ReadEvent()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("trace: %w", err)
+		}
+		switch ev.Kind() {
+		case xtrace.EventLog:
+			if !anchored && ev.Log().Category == traceCategory {
+				off, anchored = int64(ev.Time())-anchor, true
+			}
+		case xtrace.EventRangeBegin:
+			if strings.HasPrefix(ev.Range().Name, "stop-the-world") {
+				begin = int64(ev.Time())
+			}
+		case xtrace.EventRangeEnd:
+			if strings.HasPrefix(ev.Range().Name, "stop-the-world") && begin >= 0 {
+				ranges = append(ranges, [2]int64{begin, int64(ev.Time())})
+				begin = -1
+			}
+		}
+	}
+	if !anchored {
+		return nil, errors.New("trace: no anchor event")
+	}
+	for i := range ranges {
+		ranges[i][0] -= off
+		ranges[i][1] -= off
+	}
+	return ranges, nil
 }
 
 var explainMetrics = []string{"/gc/cycles/total:gc-cycles", "/sched/latencies:seconds", "/sched/pauses/total/gc:seconds"}
@@ -405,9 +506,18 @@ func (x *explainer) readPauses(force bool) {
 	x.lastGC = ms.NumGC
 }
 
-// gcOverlap is the GC STW time inside [a, b] (stats.Now() ns).
+// gcOverlap is the stop-the-world time inside [a, b] (stats.Now() ns):
+// from the trace's ranges when there are, else from the MemStats ring.
 func (x *explainer) gcOverlap(a, b int64) int64 {
 	var ns int64
+	if x.stw != nil {
+		for _, p := range x.stw {
+			if lo, hi := max(a, p[0]), min(b, p[1]); hi > lo {
+				ns += hi - lo
+			}
+		}
+		return ns
+	}
 	for _, p := range x.pauses {
 		if lo, hi := max(a, p[0]), min(b, p[1]); hi > lo {
 			ns += hi - lo
@@ -422,8 +532,19 @@ func (x *explainer) gcOverlap(a, b int64) int64 {
 // or above the floor, ns (their outliers are counted, not attributed).
 func (x *explainer) finish(res *Result, probeMax float64, probeName string, probeOver map[string][]int64) *Explain {
 	x.readPauses(true)
+	x.stopTrace()
 	x.stat.close()
-	ex := &Explain{}
+	ex := &Explain{STWSource: "runtime/trace"}
+	if x.stw == nil {
+		if x.tnote == "" {
+			x.tnote = "tracer not started"
+		}
+		ex.STWSource = "MemStats ring (approximate: " + x.tnote + ")"
+	}
+	for _, p := range x.stw {
+		ex.TraceSTW++
+		ex.TraceSTWMax = max(ex.TraceSTWMax, float64(p[1]-p[0])/1e3)
+	}
 	thr := float64(x.floor) / 1e3
 	ex.ThresholdBy = "set by --explain-threshold"
 	if !x.fixed {
@@ -532,6 +653,11 @@ func (ex *Explain) write(b *strings.Builder) {
 	}
 	fmt.Fprintf(b, "; /sched/pauses/total/gc:seconds %d pauses, p99 <= %.1f us, max <= %.1f us; /sched/latencies:seconds p99 <= %.1f us, max <= %.1f us\n",
 		ex.STWPauses, ex.STWPauseP99, ex.STWPauseMax, ex.SchedLatP99, ex.SchedLatMax)
+	fmt.Fprintf(b, "GC overlap from: %s", ex.STWSource)
+	if ex.TraceSTW > 0 {
+		fmt.Fprintf(b, ", %d stop-the-world ranges, longest %.1f us", ex.TraceSTW, ex.TraceSTWMax)
+	}
+	b.WriteByte('\n')
 	var lines []driver.Line
 	for _, re := range ex.Rows {
 		for _, o := range re.Lines {

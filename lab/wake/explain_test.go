@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gowq/wq/internal/sched"
+	"github.com/gowq/wq/lab/stats"
 )
 
 // ev is evidence with every optional figure unknown.
@@ -163,5 +164,38 @@ func TestHistDelta(t *testing.T) {
 	}
 	if _, _, n := histDelta(a, a); n != 0 {
 		t.Errorf("no change: n %d", n)
+	}
+}
+
+// TestTraceSTW traces a forced GC: its stop-the-world ranges come back,
+// mapped onto stats.Now() between the stamps taken around it.
+func TestTraceSTW(t *testing.T) {
+	x := newExplainer(0)
+	x.startTrace()
+	if x.tbuf == nil {
+		t.Skipf("runtime tracer busy: %s", x.tnote)
+	}
+	a := stats.Now()
+	runtime.GC()
+	b := stats.Now()
+	x.stopTrace()
+	if x.stw == nil {
+		t.Fatalf("no ranges: %s", x.tnote)
+	}
+	in := 0
+	for _, r := range x.stw {
+		if r[1] < r[0] {
+			t.Errorf("range %v ends before it begins", r)
+		}
+		if r[0] >= a-100_000 && r[1] <= b+100_000 {
+			in++
+		}
+	}
+	// A GC cycle has two pauses: sweep termination and mark termination.
+	if in < 2 {
+		t.Errorf("%d of %d stop-the-world ranges inside the forced GC [%d, %d]: %v", in, len(x.stw), a, b, x.stw)
+	}
+	if x.gcOverlap(a-100_000, b+100_000) <= 0 {
+		t.Errorf("no overlap with the forced GC")
 	}
 }

@@ -259,6 +259,7 @@ type row struct {
 	e       baseline.Executor
 	overNs  []int64    // explain: probe samples at or above the explainer's floor, ns
 	prevEnd threadStat // explain: the worker's figures at the end of the last item
+	warm    bool       // explain: the unrecorded first item ran
 }
 
 // Run measures every selected configuration. It blocks for about
@@ -313,7 +314,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	defer stopGC()
 	if o.Explain {
 		qr.ex = newExplainer(o.ExplainThreshold)
-		defer func() { qr.ex = nil }()
+		qr.ex.startTrace()
+		defer func() { qr.ex.stopTrace(); qr.ex = nil }()
 	}
 
 	var rows []*row
@@ -600,6 +602,17 @@ func (q *queuer) loopExplain(r *row, n int, gap time.Duration, setup func(fn fun
 	queue, idle := setup(fn)
 	pools := r.c.kind == KindGowq
 	lw, span, pend := int64(-1), int64(0), false
+	if !r.warm {
+		// One item not recorded, so that the first sample has the
+		// worker's figures at the end of a previous item.
+		r.warm = true
+		queue()
+		for start.Load() == 0 {
+			q.wait(&pk)
+		}
+		q.waitDone(&fin, idle)
+		r.prevEnd = end
+	}
 	for i := 0; i < n; i++ {
 		if gap > 0 {
 			sched.Nanosleep(int64(gap))
