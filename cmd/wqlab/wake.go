@@ -47,7 +47,9 @@ normal class's p99 at least 10x RT's, and the best RT row's max within 10x
                   GC STW, queuer preempted, scheduler (run-queue wait of the
                   worker thread), lock wait, P wait or unknown (kernel
                   wake-up); prints up to 20 outliers per row and a count per
-                  cause per row. Off, nothing extra is collected.
+                  cause per row. It reads /proc and getrusage around each
+                  sample and runs the runtime tracer (for the exact
+                  stop-the-world ranges); off, nothing extra is collected.
   --gogc N|off    GC percent for the run (debug.SetGCPercent)
   --mlock         mlockall the process first (wq.Mlockall)
   --gc-load MiB/s in-process allocation load, so that GC cycles happen`,

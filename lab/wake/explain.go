@@ -5,6 +5,11 @@ package wake
 // In explain mode every sample carries cheap evidence gathered around it,
 // and every sample above the outlier threshold is given the likely cause
 // of its lateness. Nothing below is touched when Options.Explain is off.
+// In explain mode the item's function does two /proc reads and two
+// getrusage calls (about 1 us each) after its start stamp, the queuer two
+// around the queue call (outside the stamps), and the runtime tracer runs
+// for the whole run (an event per goroutine and system-call transition),
+// so explain mode measures a slightly heavier path than a plain run.
 //
 // The evidence, per sample:
 //   - the queue call's own duration (t1-t0, stamps before and after
@@ -17,7 +22,11 @@ package wake
 //     this one, on the same tid: the time the worker waited runnable for a
 //     CPU, and the sleeps beyond the one park between two items;
 //   - the sum of wq.Pools()' LockWaits (contended pool-lock
-//     acquisitions), read before the queue call and before the next one;
+//     acquisitions) over the sample: read before a slice's first queue
+//     call and, after a candidate outlier, before the next call, so the
+//     delta can span the samples since the last reading (Evidence.LockSpan;
+//     wq.Pools allocates about 10 KB, and reading it per sample made GC
+//     cycles of its own);
 //   - the Go runtime's stop-the-world pauses, overlapped with the
 //     sample's window [queue, start]: their exact ranges from a
 //     runtime/trace of the run (parsed with golang.org/x/exp/trace), or,
@@ -642,7 +651,7 @@ func histDelta(a, b *metrics.Float64Histogram) (p99, maxUs float64, n uint64) {
 	return p99, maxUs, n
 }
 
-// writeExplain prints the attribution: the threshold, the runtime's own
+// write prints the attribution: the threshold, the runtime's own
 // figures, up to ExplainLinesPerRow lines per row, and the count per
 // cause per row.
 func (ex *Explain) write(b *strings.Builder) {
