@@ -172,7 +172,7 @@ func TestHistDelta(t *testing.T) {
 func TestTraceSTW(t *testing.T) {
 	x := newExplainer(0)
 	x.startTrace()
-	if x.tbuf == nil {
+	if x.tfile == nil {
 		t.Skipf("runtime tracer busy: %s", x.tnote)
 	}
 	a := stats.Now()
