@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gowq/wq/lab/wake"
 )
@@ -22,6 +24,7 @@ func newWakeCmd(stdout, stderr io.Writer) *cobra.Command {
 	var queuer string
 	var goLoad int
 	var only []string
+	var ef explainFlags
 	cmd := &cobra.Command{
 		Use:   "wake",
 		Short: "Measure each worker class's wake-up latency against the raw futex probe and the Go executors, under load",
@@ -37,7 +40,19 @@ limit), interleaved under the same load (the lab driver's, as the scenarios):
   --go-load N     N goroutines of wqlab itself spin, so that every P is busy
 and checks the targets: RT p99 within 2x of the probe's SCHED_FIFO p99, the
 normal class's p99 at least 10x RT's, and the best RT row's max within 10x
-(3x with --queuer fifo) of the probe's max.`,
+(3x with --queuer fifo) of the probe's max.
+
+  --explain       attribute every outlier (above --explain-threshold, or
+                  max(100us, 10x the raw probe's max)) to a likely cause:
+                  GC STW, queuer preempted, scheduler (run-queue wait of the
+                  worker thread), lock wait, P wait or unknown (kernel
+                  wake-up); prints up to 20 outliers per row and a count per
+                  cause per row. It reads /proc and getrusage around each
+                  sample and runs the runtime tracer (for the exact
+                  stop-the-world ranges); off, nothing extra is collected.
+  --gogc N|off    GC percent for the run (debug.SetGCPercent)
+  --mlock         mlockall the process first (wq.Mlockall)
+  --gc-load MiB/s in-process allocation load, so that GC cycles happen`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -46,12 +61,15 @@ normal class's p99 at least 10x RT's, and the best RT row's max within 10x
 			if err != nil {
 				return err
 			}
+			if err := ef.apply(&o); err != nil {
+				return err
+			}
 			rows := len(only)
 			if rows == 0 {
 				rows = len(wake.Configs())
 			}
-			fmt.Fprintf(stderr, "wake: measuring %d samples of %d configurations under load %q, queuer %s, go-load %d...\n",
-				samples, rows, load, o.Queuer, goLoad)
+			fmt.Fprintf(stderr, "wake: measuring %d samples of %d configurations under load %q, queuer %s, go-load %d, gc-load %d MiB/s, explain %v...\n",
+				samples, rows, load, o.Queuer, goLoad, o.GCLoad, o.Explain)
 			res, err := wake.Run(cmd.Context(), o)
 			if err != nil {
 				return &runFailure{err: err}
@@ -72,7 +90,54 @@ normal class's p99 at least 10x RT's, and the best RT row's max within 10x
 	cmd.Flags().StringSliceVar(&only, "configs", nil, "rows to measure, comma-separated names (default all): "+strings.Join(wake.Configs(), ", "))
 	cmd.Flags().DurationVar(&gap, "gap", 200*time.Microsecond, "pause between two samples")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of the table")
+	ef.register(cmd.Flags())
 	return cmd
+}
+
+// explainFlags are the outlier-attribution and GC flags of `wqlab wake`
+// (issue 14 §1 and §2).
+type explainFlags struct {
+	explain   bool
+	threshold time.Duration
+	gogc      string
+	mlock     bool
+	gcLoad    int
+}
+
+func (f *explainFlags) register(fs *pflag.FlagSet) {
+	fs.BoolVar(&f.explain, "explain", false, "attribute every outlier to a likely cause (GC STW, queuer preempted, scheduler, lock wait, P wait, unknown)")
+	fs.DurationVar(&f.threshold, "explain-threshold", 0, "outlier threshold for --explain (default max(100us, 10x the raw probe's max))")
+	fs.StringVar(&f.gogc, "gogc", "", "GC percent during the run (debug.SetGCPercent): a number >= 0 or off (default: leave as is)")
+	fs.BoolVar(&f.mlock, "mlock", false, "lock the process's memory first (wq.Mlockall; needs CAP_IPC_LOCK or RLIMIT_MEMLOCK)")
+	fs.IntVar(&f.gcLoad, "gc-load", 0, fmt.Sprintf("MiB/s of garbage allocated by wqlab itself during the run, so that GC cycles happen (0..%d)", wake.MaxGCLoad))
+}
+
+// apply checks the flags and sets them in o; an error names the flag and
+// the values it accepts.
+func (f *explainFlags) apply(o *wake.Options) error {
+	if f.threshold < 0 {
+		return fmt.Errorf("--explain-threshold %v: must not be negative", f.threshold)
+	}
+	if f.threshold > 0 && !f.explain {
+		return fmt.Errorf("--explain-threshold needs --explain")
+	}
+	if f.gcLoad < 0 || f.gcLoad > wake.MaxGCLoad {
+		return fmt.Errorf("--gc-load %d: want 0..%d MiB/s", f.gcLoad, wake.MaxGCLoad)
+	}
+	switch s := strings.TrimSpace(f.gogc); s {
+	case "":
+	case "off":
+		v := -1
+		o.GOGC = &v
+	default:
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 0 {
+			return fmt.Errorf("--gogc %q: want a number >= 0 or off", f.gogc)
+		}
+		o.GOGC = &v
+	}
+	o.Explain, o.ExplainThreshold, o.Mlock, o.GCLoad = f.explain, f.threshold, f.mlock, f.gcLoad
+	return o.Validate()
 }
 
 // wakeOptions checks the flags of `wqlab wake` and returns the options;

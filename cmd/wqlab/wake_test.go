@@ -21,6 +21,12 @@ func TestWakeUsageErrors(t *testing.T) {
 		{[]string{"wake", "--go-load", "-1"}, "--go-load -1"},
 		{[]string{"wake", "--gap", "-1ms"}, "must not be negative"},
 		{[]string{"wake", "--configs", "gowq RT per-CPU,bogus"}, `unknown config "bogus"`},
+		{[]string{"wake", "--gogc", "-5"}, `--gogc "-5"`},
+		{[]string{"wake", "--gogc", "lots"}, `--gogc "lots"`},
+		{[]string{"wake", "--gc-load", "-1"}, "--gc-load -1"},
+		{[]string{"wake", "--gc-load", "5000"}, "--gc-load 5000"},
+		{[]string{"wake", "--explain-threshold", "-1ms", "--explain"}, "--explain-threshold -1ms"},
+		{[]string{"wake", "--explain-threshold", "1ms"}, "--explain-threshold needs --explain"},
 	}
 	for _, tc := range cases {
 		code, stdout, stderr := run(t, tc.args...)
@@ -68,5 +74,68 @@ func TestWakeEndToEnd(t *testing.T) {
 	}
 	if len(res.Rows) != 1 || res.Rows[0].Config != "channel pool" || res.Rows[0].Summary.Count != 5 || res.Samples != 5 {
 		t.Errorf("json result %+v", res)
+	}
+}
+
+func TestWakeExplainFlags(t *testing.T) {
+	for _, tc := range []struct {
+		f    explainFlags
+		gogc int // -2: nil
+	}{
+		{explainFlags{explain: true, threshold: 300 * time.Microsecond, gogc: "off", mlock: true, gcLoad: 64}, -1},
+		{explainFlags{gogc: " 50 "}, 50},
+		{explainFlags{gogc: "0"}, 0},
+		{explainFlags{}, -2},
+	} {
+		var o wake.Options
+		if err := tc.f.apply(&o); err != nil {
+			t.Errorf("%+v: %v", tc.f, err)
+			continue
+		}
+		switch {
+		case tc.gogc == -2 && o.GOGC != nil, tc.gogc != -2 && (o.GOGC == nil || *o.GOGC != tc.gogc):
+			t.Errorf("%+v: GOGC %v, want %d", tc.f, o.GOGC, tc.gogc)
+		}
+		if o.Explain != tc.f.explain || o.ExplainThreshold != tc.f.threshold || o.Mlock != tc.f.mlock || o.GCLoad != tc.f.gcLoad {
+			t.Errorf("%+v: options %+v", tc.f, o)
+		}
+	}
+}
+
+// TestWakeExplainEndToEnd runs `wqlab wake --explain` on an idle machine
+// and checks that the attribution's summary is printed, with a row per
+// measured configuration, and that the JSON carries it.
+func TestWakeExplainEndToEnd(t *testing.T) {
+	code, stdout, stderr := run(t, "wake", "--explain", "--samples", "200", "--load", "none")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"explain: outliers above ", "runtime: ", "GC cycles during the run", "/sched/latencies:seconds p99",
+		"outlier causes per row:", "| GC STW | queuer preempted | scheduler | lock wait | P wait | unknown (kernel wake-up) |",
+		"| gowq normal per-CPU ", "| channel pool ", "causes, all rows: "} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	code, stdout, stderr = run(t, "wake", "--explain", "--explain-threshold", "1us", "--samples", "20", "--load", "none",
+		"--gc-load", "16", "--gogc", "50", "--json", "--configs", "gowq normal per-CPU")
+	if code != exitOK {
+		t.Fatalf("json: exit %d: %s", code, stderr)
+	}
+	var res wake.Result
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("json: %v\n%s", err, stdout)
+	}
+	// Every sample is above 1 us: all 20 are attributed.
+	if res.Explain == nil || len(res.Explain.Rows) != 1 || res.Explain.Rows[0].Outliers != 20 || res.Explain.ThresholdUs != 1 ||
+		res.GOGC != "50" || res.GCLoad != 16 {
+		t.Errorf("json result: gogc %q gc-load %d explain %+v", res.GOGC, res.GCLoad, res.Explain)
+	}
+	n := 0
+	for _, c := range res.Explain.Rows[0].Causes {
+		n += c
+	}
+	if n != 20 {
+		t.Errorf("causes %v sum to %d, want 20", res.Explain.Rows[0].Causes, n)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"strings"
 	"testing"
 	"time"
@@ -148,5 +149,30 @@ func TestLoadsNone(t *testing.T) {
 	m.Close()
 	if JoinNote("a", "a") != "a" || JoinNote("", "b") != "b" || JoinNote("a", "b") != "a; b" {
 		t.Error("JoinNote")
+	}
+}
+
+// TestGCLoad checks that the allocation load makes GC cycles happen and
+// that stop ends it.
+func TestGCLoad(t *testing.T) {
+	cycles := func() uint64 {
+		s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	if stop := GCLoad(0); stop == nil {
+		t.Fatal("GCLoad(0) returned nil")
+	} else {
+		stop()
+	}
+	c0 := cycles()
+	stop := GCLoad(256)
+	deadline := time.Now().Add(5 * time.Second)
+	for cycles() < c0+2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	if n := cycles() - c0; n < 2 {
+		t.Errorf("%d GC cycles in 5 s of a 256 MiB/s allocation load", n)
 	}
 }

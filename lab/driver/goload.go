@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // GoLoad starts n goroutines of this process that spin until stop is
@@ -38,3 +39,57 @@ func GoLoad(n int) (stop func()) {
 }
 
 var sink atomic.Uint64
+
+// GCLoad starts one goroutine of this process that allocates about
+// mibPerSec MiB/s of garbage, so that GC cycles (and their
+// stop-the-world pauses) happen during a measurement (issue 14 §2: how
+// often an STW lands in an RT wake-up, and what GOGC, GOMEMLIMIT and
+// mlockall change). It allocates in 1 ms steps: small pointer-holding
+// objects (so that marking has work to do), about 4 MiB of which stay
+// live in a ring, the rest becoming garbage at once; between steps it
+// sleeps, so it keeps a P busy only for the allocation itself (a few
+// percent of one CPU at 64 MiB/s). stop blocks until the goroutine has
+// returned. mibPerSec <= 0 starts nothing.
+func GCLoad(mibPerSec int) (stop func()) {
+	if mibPerSec <= 0 {
+		return func() {}
+	}
+	type node struct {
+		next *node
+		pad  [48]byte
+	}
+	const nodeSize = 64
+	const ringLen = 4 << 20 / (nodeSize * 64)    // chains of 64 nodes, ~4 MiB live
+	perStep := mibPerSec << 20 / 1000 / nodeSize // nodes per ms
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		ring := make([]*node, ringLen)
+		slot := 0
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+			}
+			var head *node
+			for i := range perStep {
+				head = &node{next: head}
+				if i%64 == 63 {
+					ring[slot] = head // keeps this chain live, frees the one it replaces
+					slot = (slot + 1) % len(ring)
+					head = nil
+				}
+			}
+			gcSink.Store(head)
+		}
+	})
+	return func() {
+		close(quit)
+		wg.Wait()
+	}
+}
+
+var gcSink atomic.Value

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -71,6 +72,8 @@ const (
 	MaxSamples = 1_000_000
 	// MaxGoLoad bounds Options.GoLoad.
 	MaxGoLoad = 1024
+	// MaxGCLoad bounds Options.GCLoad (MiB/s).
+	MaxGCLoad = 4096
 )
 
 // Options shape a run. The zero value is a run under no load with the
@@ -89,6 +92,24 @@ type Options struct {
 	// others are left out of the table.
 	Configs  []string
 	Progress func(done, total int)
+
+	// Explain gathers evidence around every sample and attributes each
+	// outlier to a likely cause (Result.Explain; issue 14 §1). Off, the
+	// run collects nothing beyond the latencies.
+	Explain bool
+	// ExplainThreshold, when > 0, is the outlier threshold; 0 takes
+	// max(DefaultExplainThreshold, 10x the raw probe's max).
+	ExplainThreshold time.Duration
+	// GOGC, when not nil, sets the GC percent for the run
+	// (debug.SetGCPercent; < 0 turns the GC off) and restores it after.
+	GOGC *int
+	// Mlock locks the process's memory first (wq.Mlockall); it stays
+	// locked after the run.
+	Mlock bool
+	// GCLoad runs an in-process allocation load of this many MiB/s of
+	// garbage (driver.GCLoad), so that GC cycles happen during the run;
+	// 0 runs none. 0..MaxGCLoad.
+	GCLoad int
 }
 
 // Row is one configuration's result.
@@ -108,8 +129,12 @@ type Result struct {
 	Queuer   Queuer    `json:"queuer"`
 	QueuerOn string    `json:"queuer_on"` // how the queueing thread ran, e.g. "SCHED_OTHER nice 0, pinned to cpu1"
 	GoLoad   int       `json:"go_load"`
+	GCLoad   int       `json:"gc_load_mib_s,omitempty"`
+	GOGC     string    `json:"gogc,omitempty"` // set by Options.GOGC: a percent or "off"
+	Mlock    bool      `json:"mlock,omitempty"`
 	Samples  int       `json:"samples"` // samples asked per row
 	Rows     []Row     `json:"rows"`
+	Explain  *Explain  `json:"explain,omitempty"`
 }
 
 // Row kinds.
@@ -186,6 +211,10 @@ func (o Options) normalize() (Options, error) {
 		return o, fmt.Errorf("%w: negative gap %v", ErrInvalidOption, o.Gap)
 	case o.GoLoad < 0 || o.GoLoad > MaxGoLoad:
 		return o, fmt.Errorf("%w: go-load %d (want 0..%d)", ErrInvalidOption, o.GoLoad, MaxGoLoad)
+	case o.GCLoad < 0 || o.GCLoad > MaxGCLoad:
+		return o, fmt.Errorf("%w: gc-load %d MiB/s (want 0..%d)", ErrInvalidOption, o.GCLoad, MaxGCLoad)
+	case o.ExplainThreshold < 0:
+		return o, fmt.Errorf("%w: negative explain threshold %v", ErrInvalidOption, o.ExplainThreshold)
 	}
 	switch o.Load {
 	case LoadNone, LoadBurners, LoadHogs:
@@ -228,6 +257,9 @@ type row struct {
 	samples *stats.Samples
 	q       *wq.Workqueue
 	e       baseline.Executor
+	overNs  []int64    // explain: probe samples at or above the explainer's floor, ns
+	prevEnd threadStat // explain: the worker's figures at the end of the last item
+	warm    bool       // explain: the unrecorded first item ran
 }
 
 // Run measures every selected configuration. It blocks for about
@@ -236,14 +268,28 @@ type row struct {
 // set up (SCHED_FIFO not permitted for QueuerFIFO), or a workqueue that
 // cannot be allocated for another reason than privilege; a row that needs
 // a privilege this process lacks is skipped with the reason, and a load
-// that cannot start is noted in Result.LoadNote. When ctx ends Run returns
-// ctx.Err().
+// that cannot start is noted in Result.LoadNote. With Options.Mlock, an
+// mlockall that fails is an error (wrapping wq.ErrPermission without the
+// privilege). When ctx ends Run returns ctx.Err().
 func Run(ctx context.Context, o Options) (*Result, error) {
 	o, err := o.normalize()
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Load: o.Load, Queuer: o.Queuer, GoLoad: o.GoLoad, Samples: o.Samples}
+	res := &Result{Load: o.Load, Queuer: o.Queuer, GoLoad: o.GoLoad, GCLoad: o.GCLoad, Samples: o.Samples, Mlock: o.Mlock}
+	if o.Mlock {
+		if err := wq.Mlockall(); err != nil {
+			return nil, fmt.Errorf("wake: --mlock: %w", err)
+		}
+	}
+	if o.GOGC != nil {
+		prev := debug.SetGCPercent(*o.GOGC)
+		defer debug.SetGCPercent(prev)
+		res.GOGC = fmt.Sprint(*o.GOGC)
+		if *o.GOGC < 0 {
+			res.GOGC = "off"
+		}
+	}
 	online := wq.OnlineCPUs()
 	// Every configuration is queued from one thread pinned to this CPU,
 	// and the probe's two threads share it too: the wake-up is a same-CPU
@@ -264,6 +310,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res.LoadName, res.LoadNote = loads.Name(), loads.Note()
 	stopGo := driver.GoLoad(o.GoLoad)
 	defer stopGo()
+	stopGC := driver.GCLoad(o.GCLoad)
+	defer stopGC()
+	if o.Explain {
+		qr.ex = newExplainer(o.ExplainThreshold)
+		qr.ex.startTrace()
+		defer func() { qr.ex.stopTrace(); qr.ex = nil }()
+	}
 
 	var rows []*row
 	for _, c := range configs {
@@ -316,6 +369,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			r.res.Skipped = err.Error()
 			return false
 		}
+		if qr.ex != nil {
+			qr.ex.readPauses(false)
+		}
 		done += n
 		if o.Progress != nil {
 			o.Progress(done, total)
@@ -330,6 +386,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			r.res.Summary = r.samples.Summary()
 		}
 		res.Rows = append(res.Rows, *r.res)
+	}
+	if qr.ex != nil {
+		res.Explain = qr.explain(res, rows)
 	}
 	f := loads.Read(probe0)
 	for _, c := range f.PerCPU {
@@ -347,6 +406,7 @@ type queuer struct {
 	prio int
 	desc string
 	reqs chan func()
+	ex   *explainer // explain mode, else nil
 }
 
 func startQueuer(cpu int, kind Queuer) (*queuer, error) {
@@ -389,12 +449,12 @@ func (q *queuer) measure(r *row, n int, gap time.Duration) error {
 		case KindProbe:
 			err = q.runProbe(r, n, gap)
 		case KindGowq:
-			q.loop(n, gap, r.samples, func(fn func()) (func(), func() bool) {
+			q.loop(r, n, gap, func(fn func()) (func(), func() bool) {
 				w := wq.NewWork(fn)
 				return func() { r.q.Queue(w) }, func() bool { return w.Busy() == 0 }
 			})
 		case KindGo:
-			q.loop(n, gap, r.samples, func(fn func()) (func(), func() bool) {
+			q.loop(r, n, gap, func(fn func()) (func(), func() bool) {
 				return func() {
 					if e := r.e.Submit(fn); e != nil && err == nil {
 						err = e
@@ -434,22 +494,47 @@ func (q *queuer) runProbe(r *row, n int, gap time.Duration) error {
 	}
 	for _, v := range lat {
 		r.samples.Add(v)
+		if q.ex != nil && v >= q.ex.floor {
+			r.overNs = append(r.overNs, v)
+		}
 	}
 	return nil
 }
 
-// loop queues an item n times, gap apart, and records queue-to-start.
-// setup is given the item's function once and returns queue, which hands
-// the item to the configuration, and idle, which (when not nil) reports
-// that the configuration is done with the previous item (gowq: the work
-// is no longer busy); else the item's last instruction counts as done.
+// explain attributes the run's outliers (explain mode).
+func (q *queuer) explain(res *Result, rows []*row) *Explain {
+	probeMax, probeName := 0.0, ""
+	if p := res.get("raw probe SCHED_FIFO"); p != nil {
+		probeMax, probeName = p.Summary.Max, "SCHED_FIFO"
+	} else if p := res.get("raw probe SCHED_OTHER"); p != nil {
+		probeMax, probeName = p.Summary.Max, "SCHED_OTHER"
+	}
+	over := map[string][]int64{}
+	for _, r := range rows {
+		if r.c.kind == KindProbe {
+			over[r.c.name] = r.overNs
+		}
+	}
+	return q.ex.finish(res, probeMax, probeName, over)
+}
+
+// loop queues an item n times, gap apart, and records queue-to-start in
+// r.samples. setup is given the item's function once and returns queue,
+// which hands the item to the configuration, and idle, which (when not
+// nil) reports that the configuration is done with the previous item
+// (gowq: the work is no longer busy); else the item's last instruction
+// counts as done.
 //
 // A SCHED_OTHER queuer spins (runtime.Gosched) until the item started, as
 // the seeds' measurements do. A FIFO queuer must block instead: spinning
 // at SCHED_FIFO on the worker's CPU would starve a worker of a lower
 // class, so it parks on a futex that the item unparks, and sleeps while
 // waiting for idle.
-func (q *queuer) loop(n int, gap time.Duration, s *stats.Samples, setup func(fn func()) (queue func(), idle func() bool)) {
+func (q *queuer) loop(r *row, n int, gap time.Duration, setup func(fn func()) (queue func(), idle func() bool)) {
+	if q.ex != nil {
+		q.loopExplain(r, n, gap, setup)
+		return
+	}
 	var start, fin atomic.Int64
 	var pk sched.Parker
 	fn := func() {
@@ -471,20 +556,93 @@ func (q *queuer) loop(n int, gap time.Duration, s *stats.Samples, setup func(fn 
 		t0 := stats.Now()
 		queue()
 		for start.Load() == 0 {
-			if q.fifo {
-				pk.Park()
-			} else {
-				runtime.Gosched()
-			}
+			q.wait(&pk)
 		}
-		s.Add(start.Load() - t0)
-		for fin.Load() == 0 || (idle != nil && !idle()) {
-			if q.fifo {
-				sched.Nanosleep(10_000)
-			} else {
-				runtime.Gosched()
-			}
+		r.samples.Add(start.Load() - t0)
+		q.waitDone(&fin, idle)
+	}
+}
+
+func (q *queuer) wait(pk *sched.Parker) {
+	if q.fifo {
+		pk.Park()
+	} else {
+		runtime.Gosched()
+	}
+}
+
+func (q *queuer) waitDone(fin *atomic.Int64, idle func() bool) {
+	for fin.Load() == 0 || (idle != nil && !idle()) {
+		if q.fifo {
+			sched.Nanosleep(10_000)
+		} else {
+			runtime.Gosched()
 		}
+	}
+}
+
+// loopExplain is loop in explain mode: the item's function reads its
+// thread's figures after its start stamp and at its end; the queuer reads
+// the pools' lock waits before each queue call (a gowq row) and its own
+// figures around the call (see explain.go).
+func (q *queuer) loopExplain(r *row, n int, gap time.Duration, setup func(fn func()) (queue func(), idle func() bool)) {
+	x := q.ex
+	var start, fin atomic.Int64
+	var pk sched.Parker
+	var st, end threadStat // written by fn before fin, read after
+	fn := func() {
+		start.Store(stats.Now())
+		st = x.stat.read()
+		if q.fifo {
+			pk.Unpark()
+		}
+		end = x.stat.read()
+		fin.Store(1)
+	}
+	queue, idle := setup(fn)
+	pools := r.c.kind == KindGowq
+	lw, span, pend := int64(-1), int64(0), false
+	if !r.warm {
+		// One item not recorded, so that the first sample has the
+		// worker's figures at the end of a previous item.
+		r.warm = true
+		queue()
+		for start.Load() == 0 {
+			q.wait(&pk)
+		}
+		q.waitDone(&fin, idle)
+		r.prevEnd = end
+	}
+	for i := 0; i < n; i++ {
+		if gap > 0 {
+			sched.Nanosleep(int64(gap))
+		}
+		if pools && (i == 0 || pend) {
+			lw, span = lockWaits(), 0
+			x.lockReading(r, lw)
+		}
+		span++
+		start.Store(0)
+		fin.Store(0)
+		q0 := x.stat.read()
+		t0 := stats.Now()
+		queue()
+		t1 := stats.Now()
+		q1 := x.stat.read()
+		for start.Load() == 0 {
+			q.wait(&pk)
+		}
+		s := start.Load()
+		r.samples.Add(s - t0)
+		q.waitDone(&fin, idle)
+		pend = x.sample(r, t0, t1, s, q0, q1, r.prevEnd, st, lw, span)
+		r.prevEnd = end
+	}
+	if pools && pend {
+		if gap > 0 {
+			sched.Nanosleep(int64(gap))
+		}
+		x.lockReading(r, lockWaits())
 	}
 }
 
@@ -530,6 +688,13 @@ func (r *Result) WriteTable(w io.Writer) {
 	}
 	b.WriteByte('\n')
 	fmt.Fprintf(&b, "queuer: %s; in-process load: %d spinning goroutines (GOMAXPROCS %d)\n", r.QueuerOn, r.GoLoad, runtime.GOMAXPROCS(0))
+	if r.GCLoad > 0 || r.GOGC != "" || r.Mlock {
+		gogc := r.GOGC
+		if gogc == "" {
+			gogc = "unchanged"
+		}
+		fmt.Fprintf(&b, "GC: allocation load %d MiB/s, GOGC %s, mlockall %v\n", r.GCLoad, gogc, r.Mlock)
+	}
 	if r.LoadNote != "" {
 		fmt.Fprintf(&b, "note: %s\n", r.LoadNote)
 	}
@@ -590,6 +755,9 @@ func (r *Result) WriteTable(w io.Writer) {
 		}
 		fmt.Fprintf(&b, "worst case: best RT max %.1f us (%s, n %d) is %.1fx the raw SCHED_FIFO probe's max %.1f us (goal <= %.0fx with a %s queuer): %s\n",
 			bestMax.Summary.Max, bestMax.Config, bestMax.Summary.Count, ratio, raw.Summary.Max, goal, qname, verdict)
+	}
+	if r.Explain != nil {
+		r.Explain.write(&b)
 	}
 	io.WriteString(w, b.String())
 }

@@ -117,6 +117,9 @@ func TestRunBadOptions(t *testing.T) {
 		{GoLoad: -1},
 		{GoLoad: MaxGoLoad + 1},
 		{Gap: -1},
+		{GCLoad: -1},
+		{GCLoad: MaxGCLoad + 1},
+		{Explain: true, ExplainThreshold: -1},
 		{Configs: []string{"gowq RT per-CPU", "nope"}},
 	} {
 		if _, err := Run(context.Background(), o); !errors.Is(err, ErrInvalidOption) {
