@@ -242,8 +242,11 @@ func (wk *Worker) threadMain(errc chan<- error) {
 		}
 	}()
 	wk.attrMu.Lock()
-	wk.thread.Store(th)
 	warn, err := wk.setupLocked()
+	// Published once set up (under attrMu, so setters see it only then):
+	// TID() of a new or replacement thread reads 0 until the thread runs
+	// the worker's class, never a thread that still has the inherited one.
+	wk.thread.Store(th)
 	wk.attrMu.Unlock()
 	if warn != nil {
 		reportDefaultClass(wk.name, warn)
