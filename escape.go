@@ -284,8 +284,23 @@ func (q *Workqueue) SetEscapeAfter(d time.Duration) error {
 		q.escaper.Store(r)
 	}
 	q.escapeAfter.Store(int64(d))
+	var pwqs []*pwq
+	if d > 0 {
+		pwqs = append(pwqs, q.allPwqs...)
+	}
 	q.mu.Unlock()
 	recomputeEscMin()
+	// Items already on a worklist: mark their pools for the CM monitor's
+	// scan (an activation would have; a pool with none is unmarked by the
+	// next scan).
+	for _, pq := range pwqs {
+		p := pq.pool
+		p.mu.Lock()
+		if !p.dead {
+			p.escNotify()
+		}
+		p.mu.Unlock()
+	}
 	return nil
 }
 
