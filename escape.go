@@ -3,6 +3,7 @@ package wq
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -69,7 +70,14 @@ var wakeHook atomic.Pointer[func(p *pool)]
 // queue escapes. Recomputed on every escape_after write and Destroy.
 var escMin atomic.Int64
 
+// escMinMu serializes recomputeEscMin: the read of the queues and the
+// store of their minimum must not interleave with another recomputation,
+// or a stale minimum can be stored last.
+var escMinMu sync.Mutex
+
 func recomputeEscMin() {
+	escMinMu.Lock()
+	defer escMinMu.Unlock()
 	var m int64
 	for _, q := range liveQueues() {
 		if ea := q.escapeAfter.Load(); ea > 0 && (m == 0 || ea < m) {
