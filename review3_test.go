@@ -14,6 +14,7 @@ import (
 
 	"github.com/gowq/wq"
 	"github.com/gowq/wq/internal/sched"
+	"go.uber.org/goleak"
 )
 
 func knownFailing(t *testing.T, why string) {
@@ -158,4 +159,104 @@ func TestReview3SetEscapeAfterAppliesToQueued(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("an item queued before SetEscapeAfter did not escape in 5 s")
 	}
+}
+
+// Destroy while the escaper runs an item of the queue, and Destroy right
+// after the first escape starts the escaper's thread: Destroy waits for
+// the item (it drains), the escaper's thread ends, no goroutine is left.
+func TestReview3DestroyWhileEscaping(t *testing.T) {
+	cpu := escapeCPU(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	q, err := wq.Alloc("rev3-destroy", wq.PerCPU, 0, wq.EscapeAfter(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := wq.HoldWakeups(q, cpu)
+	gate := make(chan struct{})
+	started, finished := make(chan struct{}), make(chan struct{})
+	var w wq.Work
+	w.Init(func() { close(started); <-gate; close(finished) })
+	q.QueueOn(cpu, &w)
+	<-started // on the escaper
+	destroyed := make(chan struct{})
+	go func() { q.Destroy(); close(destroyed) }()
+	select {
+	case <-destroyed:
+		t.Fatal("Destroy returned while the escaper ran an item of the queue")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(gate)
+	<-finished
+	release() // Destroy then waits for the held worker to exit (pool put)
+	<-destroyed
+	if st := q.Stats(); st.ESC != 1 || st.Total != 1 {
+		t.Errorf("ESC %d total %d, want 1 and 1", st.ESC, st.Total)
+	}
+
+	// Destroy racing the escaper's start: it drains, so the escaper must run
+	// the item while the pool is held.
+	for i := range 50 {
+		q, err := wq.Alloc("rev3-destroy2", wq.PerCPU, 0, wq.EscapeAfter(20*time.Microsecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		release := wq.HoldWakeups(q, cpu)
+		var ran atomic.Int32
+		done := make(chan struct{})
+		var w wq.Work
+		w.Init(func() { ran.Add(1); close(done) })
+		q.QueueOn(cpu, &w)
+		destroyed := make(chan struct{})
+		go func() { q.Destroy(); close(destroyed) }()
+		select {
+		case <-done: // the escaper ran it while the pool is held
+		case <-time.After(10 * time.Second):
+			release()
+			t.Fatalf("round %d: Destroy's drain did not get the item escaped", i)
+		}
+		release()
+		<-destroyed
+		if n := ran.Load(); n != 1 {
+			t.Fatalf("round %d: item ran %d times by the end of Destroy", i, n)
+		}
+	}
+}
+
+// Cancel, CancelSync and Flush racing the escaper's take of the same item:
+// each instance either runs once or is cancelled, never both, never lost,
+// and a Flush after the race returns with the queue empty.
+func TestReview3CancelRacesEscape(t *testing.T) {
+	cpu := escapeCPU(t)
+	q := allocEscape(t, "rev3-cancel", wq.PerCPU, 0, 20*time.Microsecond)
+	holdPool(t, q, cpu)
+	var ran atomic.Int32
+	var w wq.Work
+	w.Init(func() { ran.Add(1) })
+	cancelled := int32(0)
+	for i := range 2000 {
+		if !q.QueueOn(cpu, &w) {
+			t.Fatalf("round %d: QueueOn returned false (still pending)", i)
+		}
+		if i%50 != 0 {
+			time.Sleep(time.Duration(i%7) * 10 * time.Microsecond)
+		}
+		var ok bool
+		if i%2 == 0 {
+			ok = w.Cancel()
+		} else {
+			ok = w.CancelSync()
+		}
+		if ok {
+			cancelled++
+		}
+		w.Flush()
+		if got := ran.Load() + cancelled; got != int32(i+1) {
+			t.Fatalf("round %d: ran %d + cancelled %d, want %d", i, ran.Load(), cancelled, i+1)
+		}
+	}
+	q.Flush()
+	if st := q.Stats(); st.ESC != int64(ran.Load()) {
+		t.Errorf("ESC %d, ran %d (all escaped: the pool is held)", st.ESC, ran.Load())
+	}
+	t.Logf("ran %d, cancelled %d", ran.Load(), cancelled)
 }
