@@ -39,3 +39,31 @@ func TestReview3EscMinConcurrentSet(t *testing.T) {
 		}
 	}
 }
+
+// While escape queues are hot (a pool was marked within escHold) the
+// monitor samples at escape_after, also when pools are busy and its
+// interval has backed off to cmTick (1 ms): it then slept the whole tick,
+// neither polling at escape_after nor wakeable, so items activated
+// meanwhile escaped up to a tick late (the stalled CPU's hog keeps its pool
+// busy: the common case).
+func TestReview3CMSleepHotBusy(t *testing.T) {
+	ea := 100 * time.Microsecond
+	tick := time.Millisecond
+	for _, interval := range []time.Duration{cmFastPoll, 200 * time.Microsecond, 500 * time.Microsecond, tick} {
+		sleep, wakeable := cmSleep(interval, tick, ea, false, true, 0, 0)
+		if wakeable {
+			t.Errorf("interval %v, hot: wakeable (nothing would wake it)", interval)
+		}
+		if want := min(interval, ea); sleep != want {
+			t.Errorf("interval %v, escape_after %v, hot, no pool marked: sleep %v, want %v", interval, ea, sleep, want)
+		}
+	}
+	// Quiet: the full interval, wakeable.
+	if sleep, wakeable := cmSleep(tick, tick, ea, false, false, 0, 0); sleep != tick || !wakeable {
+		t.Errorf("quiet: sleep %v wakeable %v, want %v true", sleep, wakeable, tick)
+	}
+	// A marked pool: until its earliest deadline.
+	if sleep, _ := cmSleep(tick, tick, ea, true, true, 300_000, 0); sleep != 300*time.Microsecond {
+		t.Errorf("marked, due in 300us: sleep %v", sleep)
+	}
+}
