@@ -515,9 +515,10 @@ func cmSleep(interval, tickNs, ea time.Duration, esc, escHot bool, escNext, now 
 	if ea > 0 && !esc && sleep > ea && !escHot {
 		return sleep, true
 	}
-	if sleep < tickNs && ea > 0 && !esc && sleep > ea {
-		// Look again within escape_after, for items activated
-		// meanwhile.
+	if ea > 0 && !esc && sleep > ea {
+		// Hot: look again within escape_after, for items activated
+		// meanwhile (also when the interval has backed off to the tick:
+		// sleep is then below it, an exact sleep).
 		sleep = max(cmFastPoll, ea)
 	}
 	return sleep, false
