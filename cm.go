@@ -216,16 +216,8 @@ func cmMonitor(stop, done chan struct{}) {
 			lastBusy = nanotime()
 		}
 		tickNs := time.Duration(cmTick.Load())
-		sleep := interval
-		if esc {
-			// Escape deadlines: sleep until the earliest item falls due.
-			d := cmFastPoll
-			if escNext > 0 {
-				d = max(cmFastPoll, time.Duration(escNext-now))
-			}
-			sleep = min(sleep, d)
-		}
-		if ea > 0 && !esc && sleep > ea && !escHot {
+		sleep, wakeable := cmSleep(interval, tickNs, ea, esc, escHot, escNext, now)
+		if wakeable {
 			// An escape queue is live, quiet for escHold: sleep, but
 			// let the first activation that marks a pool wake us.
 			if cmWait(t, sleep, stop, snap) {
@@ -235,11 +227,6 @@ func cmMonitor(stop, done chan struct{}) {
 				cmPolls.fast.Add(1)
 			}
 		} else if sleep < tickNs {
-			if ea > 0 && !esc && sleep > ea {
-				// Look again within escape_after, for items activated
-				// meanwhile.
-				sleep = max(cmFastPoll, ea)
-			}
 			// An exact sleep on this locked thread (SCHED_FIFO or timer
 			// slack 1 ns): a Go timer would add the wake-up of another
 			// thread and tens of us.
@@ -508,4 +495,31 @@ func cmWait(t *time.Timer, d time.Duration, stop chan struct{}, snap []*pool) bo
 	case <-wake:
 	}
 	return false
+}
+
+// cmSleep returns the monitor's wait before its next sample when pools are
+// in use: interval, shortened to the earliest escape deadline (escNext, ns)
+// while a pool is marked (esc), or to escape_after (ea) while escape
+// queues are hot; wakeable when an escape queue is live but quiet, so that
+// the wait must end at the first marking activation (cmWait).
+func cmSleep(interval, tickNs, ea time.Duration, esc, escHot bool, escNext, now int64) (time.Duration, bool) {
+	sleep := interval
+	if esc {
+		// Escape deadlines: sleep until the earliest item falls due.
+		d := cmFastPoll
+		if escNext > 0 {
+			d = max(cmFastPoll, time.Duration(escNext-now))
+		}
+		sleep = min(sleep, d)
+	}
+	if ea > 0 && !esc && sleep > ea && !escHot {
+		return sleep, true
+	}
+	if ea > 0 && !esc && sleep > ea {
+		// Hot: look again within escape_after, for items activated
+		// meanwhile (also when the interval has backed off to the tick:
+		// sleep is then below it, an exact sleep).
+		sleep = max(cmFastPoll, ea)
+	}
+	return sleep, false
 }

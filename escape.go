@@ -3,6 +3,7 @@ package wq
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -69,7 +70,14 @@ var wakeHook atomic.Pointer[func(p *pool)]
 // queue escapes. Recomputed on every escape_after write and Destroy.
 var escMin atomic.Int64
 
+// escMinMu serializes recomputeEscMin: the read of the queues and the
+// store of their minimum must not interleave with another recomputation,
+// or a stale minimum can be stored last.
+var escMinMu sync.Mutex
+
 func recomputeEscMin() {
+	escMinMu.Lock()
+	defer escMinMu.Unlock()
 	var m int64
 	for _, q := range liveQueues() {
 		if ea := q.escapeAfter.Load(); ea > 0 && (m == 0 || ea < m) {
@@ -284,8 +292,23 @@ func (q *Workqueue) SetEscapeAfter(d time.Duration) error {
 		q.escaper.Store(r)
 	}
 	q.escapeAfter.Store(int64(d))
+	var pwqs []*pwq
+	if d > 0 {
+		pwqs = append(pwqs, q.allPwqs...)
+	}
 	q.mu.Unlock()
 	recomputeEscMin()
+	// Items already on a worklist: mark their pools for the CM monitor's
+	// scan (an activation would have; a pool with none is unmarked by the
+	// next scan).
+	for _, pq := range pwqs {
+		p := pq.pool
+		p.mu.Lock()
+		if !p.dead {
+			p.escNotify()
+		}
+		p.mu.Unlock()
+	}
 	return nil
 }
 

@@ -157,9 +157,9 @@ func (pq *pwq) activateInactive() {
 	for !pq.inactive.empty() && pq.lim.tryInc() {
 		w := pq.inactive.popFront()
 		pq.lim.nrInactive.Add(-1)
-		if pq.wq.escapeAfter.Load() != 0 {
-			w.activeAt = nanotime() // escape_after counts from here
-		}
+		// escape_after counts from here; stamped also while the queue's
+		// escape_after is 0, as it may be set while w waits.
+		w.activeAt = nanotime()
 		pq.activate(w)
 	}
 }

@@ -27,7 +27,8 @@ type rescuer struct {
 	// whether or not the pool has a running worker. Immutable.
 	escape bool
 	// The escaper's current affinity (list format) and class, to skip the
-	// system calls when they do not change. Owned by the thread.
+	// system calls when they do not change. Owned by the thread; cleared
+	// when a thread starts.
 	escCPUs     string
 	escClass    classAttrs
 	escClassSet bool
@@ -133,6 +134,9 @@ func (r *rescuer) main(wk *worker) {
 	r.mu.Lock()
 	wk.setIdentity(sched.Gettid())
 	r.mu.Unlock()
+	// A new thread (the first, or one that replaces a lost thread) has the
+	// process's affinity and class, not those cached by the thread before.
+	r.escCPUs, r.escClassSet = "", false
 	wk.lastCPU = sched.SelfCPUTime() // the first settleCPU charges from here
 	_ = sched.SetName(wk.name)
 	for {
