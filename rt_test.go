@@ -313,8 +313,8 @@ func TestRTHogReport(t *testing.T) {
 	var msg atomic.Value
 	wq.SetLockupHook(func(r wq.LockupReport) {
 		if r.RTHog {
+			msg.Store(r.Message) // before the count, which the item waits for
 			reports.Add(1)
-			msg.Store(r.Message)
 		}
 	})
 	defer wq.SetLockupHook(nil)
