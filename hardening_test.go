@@ -752,19 +752,26 @@ func TestUnlockedThreadResetWithoutNextItem(t *testing.T) {
 	}
 	for round := 0; round < 20; round++ {
 		q := mustAlloc(t, "unlock-reset", wq.PerCPU, 0)
-		var before, after int
-		var name string
+		type seen struct {
+			before, after int
+			name          string
+		}
+		got := make(chan seen, 1)
 		w := wq.NewWork(func() {
-			before = sched.Gettid()
-			name = workerOn(before)
+			var s seen
+			s.before = sched.Gettid()
+			s.name = workerOn(s.before)
 			for i := 0; i < sched.LockDepth+2; i++ {
 				runtime.UnlockOSThread()
 			}
 			time.Sleep(20 * time.Millisecond)
-			after = sched.Gettid()
+			s.after = sched.Gettid()
+			got <- s
 		})
 		q.QueueOn(0, w)
 		mustReturn(t, "Flush", func() { w.Flush() })
+		s := <-got
+		before, after, name := s.before, s.after, s.name
 		if before == after {
 			q.Destroy()
 			continue
