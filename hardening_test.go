@@ -829,3 +829,53 @@ func TestDrainingReportedOncePerDrain(t *testing.T) {
 		}
 	}
 }
+
+// TestFlushFromAbandonedWorkerThread: a work function unlocks the worker's
+// goroutine and blocks; another goroutine then runs on the worker's thread
+// (it was made by the item, so the thread's P runs it next) and flushes the
+// item. It is not the item's own goroutine, so Flush must wait (here: until
+// its context expires), not take it for a self-flush and report
+// ErrDeadlock. The worker's identity is confirmed by goroutine, not by
+// thread alone.
+func TestFlushFromAbandonedWorkerThread(t *testing.T) {
+	defer wq.SetExitReportEvery(time.Nanosecond)()
+	_ = captureErrors(t)
+	q := mustAlloc(t, "abandoned", wq.PerCPU, 0)
+	checked := false
+	for round := 0; round < 20 && !checked; round++ {
+		type result struct {
+			itemTID, flushTID int
+			err               error
+		}
+		res := make(chan result, 1)
+		var w *wq.Work
+		w = wq.NewWork(func() {
+			itemTID := sched.Gettid()
+			for i := 0; i < sched.LockDepth+2; i++ {
+				runtime.UnlockOSThread()
+			}
+			done := make(chan result, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+				defer cancel()
+				tid := sched.Gettid()
+				_, err := w.FlushContext(ctx)
+				done <- result{itemTID, tid, err}
+			}()
+			res <- <-done
+		})
+		q.QueueOn(0, w)
+		r := <-res
+		mustReturn(t, "Flush", func() { w.Flush() })
+		if r.flushTID != r.itemTID {
+			continue // the flusher ran elsewhere: nothing shown
+		}
+		checked = true
+		if !errors.Is(r.err, context.DeadlineExceeded) {
+			t.Fatalf("FlushContext from another goroutine on the worker's thread %d = %v, want it to wait (context.DeadlineExceeded)", r.itemTID, r.err)
+		}
+	}
+	if !checked {
+		t.Skip("the flushing goroutine never ran on the worker's thread in 20 rounds")
+	}
+}

@@ -38,6 +38,9 @@ type worker struct {
 
 	// self is tid for lock-free onSelf checks; set and cleared with tid.
 	self atomic.Int32
+	// goid is the worker goroutine's id (sched.GoroutineState), set with
+	// tid, for onSelf's confirmation; 0 if it could not be read.
+	goid atomic.Int64
 	// claim is the thread's claim (sched.Claim), for ResetThreadIf. Owned
 	// by the worker's goroutine.
 	claim uint64
@@ -114,9 +117,23 @@ func selfWorker() *worker {
 
 // onSelf reports whether the caller runs on wk's thread. Exact: the tid is
 // recorded only while wk's goroutine owns the thread.
+//
+// The thread alone is not enough: a work function may unlock the worker's
+// goroutine, which then moves, and another goroutine may run on the
+// worker's thread until the worker notices (after the item). So a matching
+// thread is confirmed by the goroutine's id (sched.GoroutineState, about
+// 2 us, only on that path: self-calls and chained queueing while draining).
 func (wk *worker) onSelf() bool {
 	t := wk.self.Load()
-	return t != 0 && sched.Gettid() == int(t)
+	if t == 0 || sched.Gettid() != int(t) {
+		return false
+	}
+	g := wk.goid.Load()
+	if g == 0 {
+		return true
+	}
+	id, _, ok := sched.GoroutineState()
+	return !ok || id == g
 }
 
 // setIdentity records the calling thread as wk's. For a pool worker it is
@@ -124,6 +141,9 @@ func (wk *worker) onSelf() bool {
 func (wk *worker) setIdentity(tid int) {
 	wk.claim = sched.Claim()
 	wk.thread.Set()
+	if id, _, ok := sched.GoroutineState(); ok {
+		wk.goid.Store(id)
+	}
 	wk.tid = tid
 	wk.self.Store(int32(tid))
 	workers.Enter(wk)
