@@ -37,6 +37,7 @@ func TestSpinOK(t *testing.T) {
 		{"RT or per-CPU (mayspin false)", func(p *pool, wk *worker) { p.mayspin = false }, false},
 		{"one CPU", func(p *pool, wk *worker) { p.cpus = []int{0} }, false},
 		{"queuer on this CPU", func(p *pool, wk *worker) { p.lastQueueCPU = cpu }, false},
+		{"queuer CPU unknown", func(p *pool, wk *worker) { p.lastQueueCPU = -1 }, false},
 		{"last park long", func(p *pool, wk *worker) { wk.lastPark = spinAfterPark }, false},
 		{"another spinner in the pool", func(p *pool, wk *worker) { p.nrSpinning = 1 }, false},
 		{"dying", func(p *pool, wk *worker) { wk.dying = true }, false},

@@ -374,7 +374,9 @@ func (p *pool) spinOK(wk *worker) bool {
 	if int(spinners.Load()) >= max(1, runtime.GOMAXPROCS(0)/2) {
 		return false
 	}
-	return sched.GetCPU() != p.lastQueueCPU
+	// An unknown queuer CPU (no cheap way to read it here) rules spinning
+	// out: it might be this one.
+	return p.lastQueueCPU >= 0 && sched.GetCPU() != p.lastQueueCPU
 }
 
 // spin waits up to spinBudget for the pool's kick generation to move from

@@ -607,9 +607,13 @@ func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, fromTimer bool) bool {
 			continue
 		}
 		if p.key.cpu < 0 {
-			// For the spin rule and the wake_cpu hint (pool.kick).
+			// For the spin rule and the wake_cpu hint (pool.kick): worth
+			// an instruction, not a system call (-1: unknown, no hint).
 			if reqCPU == cpuUnbound || cpu < 0 || cpu >= cpuUnbound {
-				cpu = currentCPU()
+				var ok bool
+				if cpu, ok = sched.CheapCPU(); !ok {
+					cpu = -1
+				}
 			}
 			p.lastQueueCPU = cpu
 		}

@@ -71,6 +71,11 @@ func GetCPU() int {
 	return getcpuSyscall()
 }
 
+// CheapCPU is GetCPU when it costs no system call (the RDPID/RDTSCP path);
+// ok is false where only getcpu(2) would tell. For heuristics that are not
+// worth a system call on a hot path.
+func CheapCPU() (cpu int, ok bool) { return fastCPU() }
+
 // getcpuSyscall is getcpu(2); 0 if it fails.
 func getcpuSyscall() int {
 	var cpu uint32
