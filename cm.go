@@ -359,6 +359,14 @@ func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick 
 				continue
 			}
 			r.state = st
+			if !wk.inFn.Load() {
+				// Read after the state: a sleep seen outside the work
+				// function is the worker's own wait for the pool lock
+				// (or for a P on the way to it), not a blocked item; it
+				// changes nothing. (Same gen: this item's fn has not
+				// started, or has returned, and cannot start again.)
+				r.state = 0
+			}
 		}
 		if full && (wk.seenAt != r.gen || r.longRun || (r.sleeping && !sched.Sleeping(r.state))) {
 			if c, err := sched.ThreadCPUTime(r.tid); err == nil {

@@ -310,8 +310,15 @@ func (p *pool) wakeHint() int {
 // critical section only; and a contended wait sleeps in the kernel rather
 // than parking the locked worker goroutine through the Go scheduler. It
 // costs a gettid per Lock (a system call, 0.2-0.6 us on the machines we
-// measured), so the other classes keep a sync.Mutex, whose holders no RT
-// thread waits for.
+// measured), so the other classes, whose holders no RT thread waits for,
+// use a plain futex lock (sched.Mutex): one compare-and-swap uncontended,
+// a short spin and then a sleep in the kernel when contended. Not
+// sync.Mutex: its contended path parks a locked worker goroutine through
+// the Go scheduler (the thread sleeps, its P goes to another thread, and
+// the Unlock must wake that thread and hand a P back), and the producer
+// and the workers of a pool fed back to back contend all the time: with
+// sync.Mutex an unbound queue ran 0.13-0.18x ants/v2's empty items/s,
+// with sched.Mutex 0.4-0.7x (docs/results.md, "Third session").
 //
 // A worker woken while the lock is held is woken only by Unlock, after the
 // lock is free: an RT worker woken inside the critical section would
@@ -319,11 +326,9 @@ func (p *pool) wakeHint() int {
 // preempted waker holds.
 type poolMutex struct {
 	pi   bool // immutable after the pool is made: use pm, not m
-	m    sync.Mutex
+	m    sched.Mutex
 	pm   sched.PIMutex
 	wake *worker // guarded by the lock: worker to unpark at Unlock
-	// waits counts contended Locks of m (pm counts its own).
-	waits atomic.Int64
 }
 
 func (pm *poolMutex) Lock() {
@@ -331,10 +336,7 @@ func (pm *poolMutex) Lock() {
 		pm.pm.Lock()
 		return
 	}
-	if !pm.m.TryLock() {
-		pm.waits.Add(1)
-		pm.m.Lock()
-	}
+	pm.m.Lock()
 }
 
 // Waits returns how many Locks found the lock held.
@@ -342,7 +344,7 @@ func (pm *poolMutex) Waits() int64 {
 	if pm.pi {
 		return pm.pm.Waits.Load()
 	}
-	return pm.waits.Load()
+	return pm.m.Waits.Load()
 }
 
 func (pm *poolMutex) Unlock() {

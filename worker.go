@@ -90,6 +90,12 @@ type worker struct {
 	cpuAt    int64 // owned by the CM monitor: thread CPU ns at item start or wake
 	seenAt   uint64
 	rescuer  *rescuer // non-nil for a rescuer thread
+
+	// inFn is true while the worker's thread runs a work function: only
+	// then does a sleeping thread mean a blocked item to the CM monitor.
+	// Outside it the worker sleeps only in its own waits (the pool lock, a
+	// P after the lock), which the kernel's pool spinlock never has.
+	inFn atomic.Bool
 }
 
 // itemStage is where the worker is with its current item.
@@ -509,7 +515,9 @@ func (wk *worker) runItem(w *Work, fn func(), pq *pwq) {
 	// then blocks in Go and moves, the check after it retires the worker
 	// and resets the thread. (kthread's loop does the same.)
 	runtime.UnlockOSThread()
+	wk.inFn.Store(true)
 	r, stack, panicked := callFn(fn)
+	wk.inFn.Store(false)
 	runtime.LockOSThread()
 	if panicked {
 		pq.stats.panics.Add(1)
