@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gowq/wq"
 	"github.com/gowq/wq/internal/sched"
@@ -96,17 +97,23 @@ func TestIdentityIgnoresNames(t *testing.T) {
 		type result struct{ flushed, cancelled bool }
 		res := make(chan result)
 		destroyed := make(chan error)
+		tidc := make(chan int, 1)
 		sched.GoLocked(func() {
 			_ = sched.SetName(name) // the same thread name as the worker's
-			g.open()
+			tidc <- sched.Gettid()
 			var r result
-			r.flushed = wk.FlushWork(w)
+			r.flushed = wk.FlushWork(w) // w is pending behind the gate: waits
 			wk.QueueWork(w)
 			wk.FlushWorker()
 			r.cancelled = wk.CancelWorkSync(w)
 			res <- r
 			destroyed <- wk.Destroy()
 		})
+		// Open the gate once FlushWork waits (its locked thread sleeps):
+		// opened before, w could run and end first, and FlushWork would
+		// rightly find it idle.
+		waitSleeping(t, <-tidc)
+		g.open()
 		r := <-res
 		if err := <-destroyed; err != nil {
 			t.Errorf("%s: Destroy from a same-named thread = %v, want nil", name, err)
@@ -150,5 +157,31 @@ func TestSelfCallsOnReplacementThread(t *testing.T) {
 	}
 	if got := errs.count(kthread.ErrDeadlock); got != 12 {
 		t.Errorf("ErrDeadlock reported %d times, want 12: %v", got, errs.all())
+	}
+}
+
+// waitSleeping waits (up to 30 s) until thread tid is seen asleep twice in
+// a row, 1 ms apart.
+func waitSleeping(t *testing.T, tid int) {
+	t.Helper()
+	sr, err := sched.OpenStat(tid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sr.Close()
+	seen := 0
+	for deadline := time.Now().Add(30 * time.Second); seen < 2; time.Sleep(time.Millisecond) {
+		st, err := sr.State()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sched.Sleeping(st) {
+			seen++
+		} else {
+			seen = 0
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("thread %d never went to sleep (state %c)", tid, st)
+		}
 	}
 }
