@@ -66,20 +66,22 @@ type pool struct {
 	podSet     topology.CPUSet
 
 	mu            poolMutex
-	worklist      workList      // guarded by mu
-	workers       []*worker     // guarded by mu
-	idle          []*worker     // guarded by mu: idle stack, most recent last
-	nrRunning     int           // guarded by mu: CM: workers running and not sleeping/CPU-intensive
-	nrSpinning    int           // guarded by mu: workers spinning before parking (worker.spin)
-	blocking      bool          // guarded by mu: unbound: a worker was seen blocked lately (concurrency)
-	blockedAt     int64         // guarded by mu: unbound: ns when the CM monitor last saw a worker blocked
-	lastQueueCPU  int           // guarded by mu: unbound pools: CPU of the last queuer (spinOK, kick's wake_cpu hint)
-	kickGen       atomic.Uint32 // bumped by every kick that finds work for a worker; spinners watch it
-	spinHits      atomic.Int64  // spins that caught an item (Stats)
-	spinMisses    atomic.Int64  // spins that ended with nothing to do
-	nextID        int           // guarded by mu
-	dead          bool          // guarded by mu
-	disassociated bool          // guarded by mu: per-CPU pool whose CPU is offline
+	worklist      workList             // guarded by mu
+	workers       []*worker            // guarded by mu
+	idle          []*worker            // guarded by mu: idle stack, most recent last
+	nrRunning     int                  // guarded by mu: CM: workers running and not sleeping/CPU-intensive
+	nrSpinning    int                  // guarded by mu: workers spinning before parking (worker.spin)
+	blocking      bool                 // guarded by mu: unbound: a worker was seen blocked lately (concurrency)
+	blockedAt     int64                // guarded by mu: unbound: ns when the CM monitor last saw a worker blocked
+	lastQueueCPU  int                  // guarded by mu: unbound pools: CPU of the last queuer (spinOK, kick's wake_cpu hint)
+	kickGen       atomic.Uint32        // bumped by every kick that finds work for a worker; spinners watch it
+	spinHits      atomic.Int64         // spins that caught an item (Stats)
+	spinMisses    atomic.Int64         // spins that ended with nothing to do
+	incoming      atomic.Pointer[Work] // items queued lock-free, newest first (incoming.go)
+	scanners      atomic.Int32         // workers between items, which drain incoming before they run or park
+	nextID        int                  // guarded by mu
+	dead          bool                 // guarded by mu
+	disassociated bool                 // guarded by mu: per-CPU pool whose CPU is offline
 	idleTimer     *time.Timer
 	maydayTimer   *time.Timer // guarded by mu
 	maydayArmed   bool        // guarded by mu
@@ -137,6 +139,7 @@ func getPoolLocked(key poolKey, cpus []int) (*pool, bool) {
 		p = &pool{key: key, id: r.nextID, cm: true, cpus: cpus, lastQueueCPU: -1,
 			mayspin: key.cpu < 0 && !key.class.rt()}
 		p.mu.pi = key.class.rt()
+		p.mu.owner = p
 		if key.cpu < 0 && !key.strict && key.pod != key.allow {
 			if ps, err := topology.ParseList(key.pod); err == nil && !ps.IsEmpty() {
 				p.repatriate, p.pod, p.podSet = true, ps.List(), ps
@@ -329,14 +332,23 @@ type poolMutex struct {
 	m    sched.Mutex
 	pm   sched.PIMutex
 	wake *worker // guarded by the lock: worker to unpark at Unlock
+	// owner is the pool whose incoming stack every Lock drains (nil in
+	// tests that build a bare pool). Immutable.
+	owner *pool
+	// scan is a limit to scan after Unlock (drainIncoming). Guarded by
+	// the lock.
+	scan *activeLimit
 }
 
 func (pm *poolMutex) Lock() {
 	if pm.pi {
 		pm.pm.Lock()
-		return
+	} else {
+		pm.m.Lock()
 	}
-	pm.m.Lock()
+	if o := pm.owner; o != nil && o.incoming.Load() != nil {
+		o.drainIncoming()
+	}
 }
 
 // Waits returns how many Locks found the lock held.
@@ -350,6 +362,8 @@ func (pm *poolMutex) Waits() int64 {
 func (pm *poolMutex) Unlock() {
 	wk := pm.wake
 	pm.wake = nil
+	scan := pm.scan
+	pm.scan = nil
 	if pm.pi {
 		pm.pm.Unlock()
 	} else {
@@ -357,6 +371,9 @@ func (pm *poolMutex) Unlock() {
 	}
 	if wk != nil {
 		wk.parker.Unpark()
+	}
+	if scan != nil {
+		scan.scan(nil)
 	}
 }
 

@@ -16,11 +16,12 @@ type pwq struct {
 	pool *pool
 	lim  *activeLimit // shared by the pwqs that share one max_active
 
-	inactive     workList // guarded by pool.mu: items over max_active, in order
-	nrInFlight   [2]int   // guarded by pool.mu: items per flush color (queued, inactive or running)
-	color        uint8    // guarded by pool.mu: color given to new items
-	flushWaiting bool     // guarded by pool.mu: a flush waits for color^1 to drain
-	dead         bool     // guarded by pool.mu: retired and released; queueing retries on the current table
+	inactive     workList    // guarded by pool.mu: items over max_active, in order
+	nrInFlight   [2]int      // guarded by pool.mu: items per flush color (queued, inactive or running)
+	color        uint8       // guarded by pool.mu: color given to new items
+	flushWaiting bool        // guarded by pool.mu: a flush waits for color^1 to drain
+	dead         bool        // guarded by pool.mu: retired and released; queueing retries on the current table
+	deadA        atomic.Bool // lock-free copy of dead, for tryPush (set with setDead)
 
 	stats pwqStats
 }
@@ -114,9 +115,17 @@ func (l *activeLimit) scan(skip *pwq) {
 // must run lim.scan after unlocking (an ordered queue with several pwqs).
 // Mirrors insert_work/__queue_work.
 func (pq *pwq) insert(w *Work) bool {
+	w.queuedAt = nanotime()
+	return pq.link(w, true)
+}
+
+// link is insert for an item whose queuedAt is set (a drained push,
+// incoming.go); trace false skips the activate_work event (a drain runs
+// inside another thread's Lock, where a tracer must not run). Called with
+// pool.mu held.
+func (pq *pwq) link(w *Work, trace bool) bool {
 	w.color = pq.color
 	pq.nrInFlight[w.color]++
-	w.queuedAt = nanotime()
 	w.pwq.Store(pq)
 	l := pq.lim
 	l.nrInactive.Add(1)
@@ -127,7 +136,7 @@ func (pq *pwq) insert(w *Work) bool {
 	if pq.inactive.empty() && l.tryInc() {
 		l.nrInactive.Add(-1)
 		w.activeAt = w.queuedAt
-		pq.activate(w)
+		pq.activateT(w, trace)
 		return false
 	}
 	pq.inactive.pushBack(w)
@@ -135,13 +144,15 @@ func (pq *pwq) insert(w *Work) bool {
 }
 
 // activate puts w on the pool's worklist and kicks the pool.
-func (pq *pwq) activate(w *Work) {
+func (pq *pwq) activate(w *Work) { pq.activateT(w, true) }
+
+func (pq *pwq) activateT(w *Work, trace bool) {
 	p := pq.pool
 	p.worklist.pushBack(w)
 	if pq.wq.escapeAfter.Load() != 0 {
 		p.escNotify() // adaptive placement (escape.go)
 	}
-	if t := tracer.Load(); t != nil {
+	if t := tracer.Load(); t != nil && trace {
 		// Traced under the pool lock, so that no worker starts w first. A
 		// tracer that calls runtime.Goexit here leaves with the pool
 		// kicked and unlocked (no caller of activate defers the unlock).
@@ -224,6 +235,8 @@ type pwqStats struct {
 	rescued      atomic.Int64 // items run by the rescuer
 	escaped      atomic.Int64 // ESC: items run off their CPU by the escaper (escape_after)
 	panics       atomic.Int64 // work functions that panicked
+	pushed       atomic.Int64 // queue calls that took the lock-free path (incoming.go)
+	bounced      atomic.Int64 // of them, bounced back to the locked path (pwq retired)
 	latency      latencyHist  // queue-to-start
 	exec         latencyHist  // execution time (start to end)
 }
@@ -242,6 +255,8 @@ func (s *pwqStats) addFrom(o *pwqStats) {
 	s.rescued.Add(o.rescued.Load())
 	s.escaped.Add(o.escaped.Load())
 	s.panics.Add(o.panics.Load())
+	s.pushed.Add(o.pushed.Load())
+	s.bounced.Add(o.bounced.Load())
 	s.latency.addFrom(&o.latency)
 	s.exec.addFrom(&o.exec)
 }

@@ -24,6 +24,12 @@ type QueueStats struct {
 	Mayday  int64         // mayday requests sent to the rescuer
 	Rescued int64         // items the rescuer ran
 	Panics  int64         // work functions that panicked
+	// Pushed counts the queue calls that put an item on its pool
+	// lock-free, because a worker was between items and took it with no
+	// lock and no wake-up (a gowq fast path; docs/design.md, "The wake
+	// path"); Bounced those whose pwq was retired under the push, which
+	// then queued the item the locked way.
+	Pushed, Bounced int64
 
 	// ESC: items of a per-CPU queue with escape_after that ran on another
 	// CPU because no worker of their CPU started them in time (a gowq
@@ -99,6 +105,8 @@ func (q *Workqueue) Stats() QueueStats {
 		s.Rescued += st.rescued.Load()
 		s.ESC += st.escaped.Load()
 		s.Panics += st.panics.Load()
+		s.Pushed += st.pushed.Load()
+		s.Bounced += st.bounced.Load()
 		s.Latency = s.Latency.merge(st.latency.snapshot())
 		s.Exec = s.Exec.merge(st.exec.snapshot())
 	}

@@ -60,6 +60,17 @@ type Work struct {
 	queuedAt int64 // ns, monotonic, when inserted (for latency stats)
 	activeAt int64 // ns, monotonic, when put on the worklist (escape_after); guarded by the pool lock
 
+	// Lock-free queueing (incoming.go). inPwq is the pwq a queuer pushed
+	// the item for, until a drain links it there (then pwq is set) or
+	// reroutes it; grab takes that pool's lock to have it drained. inNext
+	// and inCPU are written by the queuer before the push and read by the
+	// drainer after it.
+	inPwq  atomic.Pointer[pwq]
+	inNext *Work
+	// bounced is 1 + the instance seq of a pushed item that a drain found
+	// for a dead pwq, and handed back to its queuer; 0 otherwise.
+	bounced atomic.Uint64
+
 	mu         sync.Mutex    // guards the fields below
 	cancelers  int           // guarded by mu: CancelSync/DisableSync calls holding the item (CANCELING)
 	running    int           // guarded by mu: workers executing it now
@@ -205,6 +216,15 @@ func (w *Work) grab() grabResult {
 		}
 		if pq := w.pwq.Load(); pq != nil && w.grabFromPwq(pq) {
 			return grabPending
+		}
+		if ip := w.inPwq.Load(); ip != nil {
+			// Pushed lock-free (incoming.go): the pool lock drains it
+			// onto its pwq, where the next look finds it.
+			ip.pool.mu.Lock()
+			ip.pool.mu.Unlock()
+			if w.pwq.Load() != nil {
+				continue
+			}
 		}
 		if r := w.runner.Load(); r != nil && r.onSelf() && r.starting == w {
 			return grabSelf

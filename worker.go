@@ -96,6 +96,9 @@ type worker struct {
 	// Outside it the worker sleeps only in its own waits (the pool lock, a
 	// P after the lock), which the kernel's pool spinlock never has.
 	inFn atomic.Bool
+	// scanning: counted in pool.scanners (incoming.go). Owned by the
+	// worker's goroutine.
+	scanning bool
 }
 
 // itemStage is where the worker is with its current item.
@@ -266,12 +269,14 @@ func (wk *worker) loop() {
 		t0 := nanotime()
 		wk.parker.Park()
 		wk.lastPark = nanotime() - t0
+		wk.scanOn()
 		if h := wakeHook.Load(); h != nil {
 			(*h)(p) // tests: a woken worker that cannot get its CPU (escape_test.go)
 		}
 		p.mu.Lock()
 	again:
 		if wk.dying {
+			wk.scanOffLocked()
 			p.removeWorker(wk)
 			wk.clearIdentity()
 			// A kick may have chosen this worker just before it was told to
@@ -339,6 +344,13 @@ func (wk *worker) loop() {
 				goto again
 			}
 		}
+		// Leave the scanners (incoming.go), taking what was pushed
+		// meanwhile; run it if the pool's concurrency lets this worker.
+		wk.scanOffLocked()
+		if !wk.dying && p.needMoreWorker() {
+			wk.scanOn()
+			goto again
+		}
 		wk.parkCPU = sched.GetCPU()
 		p.enterIdle(wk)
 		p.mu.Unlock()
@@ -390,7 +402,7 @@ func (p *pool) spinOK(wk *worker) bool {
 func (wk *worker) spin(p *pool, gen uint32) bool {
 	deadline := nanotime() + int64(spinBudget)
 	for i := 1; ; i++ {
-		if p.kickGen.Load() != gen {
+		if p.kickGen.Load() != gen || p.incoming.Load() != nil {
 			return true
 		}
 		if i%64 == 0 && nanotime() >= deadline {
@@ -514,11 +526,16 @@ func (wk *worker) runItem(w *Work, fn func(), pq *pwq) {
 	// with the levels that are left, unlocked if fn took them all: if it
 	// then blocks in Go and moves, the check after it retires the worker
 	// and resets the thread. (kthread's loop does the same.)
+	// No longer between items: what was pushed lock-free since the last
+	// look goes to its pwq now (and gets a worker if the pool's
+	// concurrency allows), not after fn.
+	wk.scanOff()
 	runtime.UnlockOSThread()
 	wk.inFn.Store(true)
 	r, stack, panicked := callFn(fn)
 	wk.inFn.Store(false)
 	runtime.LockOSThread()
+	wk.scanOn()
 	if panicked {
 		pq.stats.panics.Add(1)
 		pi := PanicInfo{Workqueue: pq.wq.name, Func: w.Func(), Value: r, Stack: stack, Worker: wk.name}
@@ -709,6 +726,7 @@ func (wk *worker) retire() {
 			p.nrRunning--
 		}
 		if wk.rescuer == nil {
+			wk.scanOffLocked()
 			p.removeWorker(wk)
 		} else {
 			wk.curPool.Store(nil)

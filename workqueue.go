@@ -426,10 +426,7 @@ func (q *Workqueue) retireIdle() []*pool {
 		}
 		p := pq.pool
 		p.mu.Lock()
-		idle := pq.nrInFlight[0]+pq.nrInFlight[1] == 0 && !pq.flushWaiting && pq.inactive.empty()
-		if idle {
-			pq.dead = true
-		}
+		idle := pq.markPwqDead(true)
 		p.mu.Unlock()
 		if !idle {
 			keep = append(keep, pq)
@@ -547,6 +544,13 @@ func (q *Workqueue) queuePended(reqCPU int, w *Work) bool {
 // fired, which a draining (not destroyed) queue accepts: it was queued
 // before the drain began.
 func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, fromTimer bool) bool {
+	return q.queuePendedOpts(reqCPU, w, fromTimer, true)
+}
+
+// queuePendedOpts is queuePendedFrom; trace false emits no queue_work
+// event (an item queued again after a drain found its pwq retired: it was
+// traced when first queued, and the caller may be any thread).
+func (q *Workqueue) queuePendedOpts(reqCPU int, w *Work, fromTimer, trace bool) bool {
 	if q.destroyed.Load() {
 		q.reportDestroyed(w)
 		w.markCancelled()
@@ -573,7 +577,7 @@ func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, fromTimer bool) bool {
 			w.release()
 			return false
 		}
-		if tr := tracer.Load(); tr != nil && !traced {
+		if tr := tracer.Load(); tr != nil && !traced && trace {
 			traced = true
 			target := cpu
 			if pq.pool.key.cpu < 0 {
@@ -591,6 +595,11 @@ func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, fromTimer bool) bool {
 			w.transit.Store(0)
 			runtime.UnlockOSThread()
 		}
+		if q.tryPush(reqCPU, pq, w) {
+			return true // a worker between items takes it (incoming.go)
+		}
+		// Locked path; also for an item that tryPush bounced (its pwq
+		// died), which finds the pwq dead below and retries.
 		p := pq.pool
 		p.mu.Lock()
 		if pq.dead {
@@ -986,15 +995,12 @@ func (q *Workqueue) markDead() bool {
 	for i, pq := range pwqs {
 		p := pq.pool
 		p.mu.Lock()
-		empty := pq.nrInFlight[0]+pq.nrInFlight[1] == 0 && pq.inactive.empty()
-		if empty {
-			pq.dead = true
-		}
+		empty := pq.markPwqDead(false)
 		p.mu.Unlock()
 		if !empty {
 			for _, done := range pwqs[:i] {
 				done.pool.mu.Lock()
-				done.dead = false
+				done.setDead(false)
 				done.pool.mu.Unlock()
 			}
 			return false

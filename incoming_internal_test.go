@@ -1,0 +1,111 @@
+package wq
+
+import (
+	"testing"
+	"time"
+)
+
+// fakeScanner makes p look as if a worker were between items, so that
+// queue calls push (tryPush); the returned func undoes it and drains.
+func fakeScanner(p *pool) func() {
+	p.scanners.Add(1)
+	return func() {
+		p.scanners.Add(-1)
+		p.mu.Lock()
+		p.mu.Unlock()
+	}
+}
+
+// TestPushBouncedByDeadPwq: a push for a pwq that died under it (an
+// attribute change or Destroy retired it after the queuer picked it) is
+// not linked to the dead pwq but handed back to the queuer, which then
+// takes the locked path and queues the item on the current pwq.
+func TestPushBouncedByDeadPwq(t *testing.T) {
+	q, err := Alloc("bounce", Unbound, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Destroy()
+	pq := q.table.Load().dfl
+	p := pq.pool
+	undo := fakeScanner(p)
+	p.mu.Lock()
+	pq.setDead(true)
+	p.mu.Unlock()
+	ran := make(chan struct{}, 1)
+	w := NewWork(func() { ran <- struct{}{} })
+	if !w.tryPend() {
+		t.Fatal("tryPend failed on a new item")
+	}
+	if q.tryPush(cpuUnbound, pq, w) {
+		t.Fatal("tryPush reported the item queued on a dead pwq")
+	}
+	if w.inPwq.Load() != nil || w.pwq.Load() != nil || w.bounced.Load() != 0 {
+		t.Fatalf("bounced item left linked: inPwq %p pwq %p bounced %d", w.inPwq.Load(), w.pwq.Load(), w.bounced.Load())
+	}
+	if b := pq.stats.bounced.Load(); b != 1 {
+		t.Errorf("bounced = %d, want 1", b)
+	}
+	// The queuer goes on the locked way: the pwq is alive again here (as
+	// after an aborted retirement), so the item runs.
+	p.mu.Lock()
+	pq.setDead(false)
+	p.mu.Unlock()
+	undo()
+	if !q.queuePended(cpuUnbound, w) {
+		t.Fatal("locked queue of the bounced item failed")
+	}
+	select {
+	case <-ran:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the bounced item never ran")
+	}
+}
+
+// TestMarkDeadSeesPush: markPwqDead refuses to retire a pwq for which an
+// item was pushed and not yet drained (the queuer may have seen the pwq
+// alive, so it will not take the item back): it links the item instead,
+// which then runs.
+func TestMarkDeadSeesPush(t *testing.T) {
+	q, err := Alloc("markdead", Unbound, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Destroy()
+	pq := q.table.Load().dfl
+	p := pq.pool
+	undo := fakeScanner(p)
+	ran := make(chan struct{}, 1)
+	w := NewWork(func() { ran <- struct{}{} })
+	if !w.tryPend() {
+		t.Fatal("tryPend failed on a new item")
+	}
+	if !q.tryPush(cpuUnbound, pq, w) {
+		t.Fatal("tryPush did not push with a scanner present")
+	}
+	if w.pwq.Load() != nil || p.incoming.Load() != w {
+		t.Fatal("pushed item not waiting on the incoming stack")
+	}
+	// markPwqDead runs with the lock held; take it without the drain that
+	// Lock does, as if the push came after that drain.
+	if p.mu.pi {
+		p.mu.pm.Lock()
+	} else {
+		p.mu.m.Lock()
+	}
+	dead := pq.markPwqDead(true)
+	stillDead := pq.dead
+	p.mu.Unlock()
+	if dead || stillDead {
+		t.Fatalf("markPwqDead retired a pwq with a pushed item (returned %v, dead %v)", dead, stillDead)
+	}
+	if w.pwq.Load() != pq {
+		t.Fatal("the pushed item was not linked to its pwq")
+	}
+	undo()
+	select {
+	case <-ran:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the pushed item never ran")
+	}
+}
