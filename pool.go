@@ -356,7 +356,11 @@ func (pm *poolMutex) Unlock() {
 		pm.m.Unlock()
 	}
 	if wk != nil {
-		wk.parker.Unpark()
+		if stagesOn() {
+			wk.unparkStamped() // stage timestamps (stages.go)
+		} else {
+			wk.parker.Unpark()
+		}
 	}
 }
 

@@ -96,6 +96,13 @@ type worker struct {
 	// Outside it the worker sleeps only in its own waits (the pool lock, a
 	// P after the lock), which the kernel's pool spinlock never has.
 	inFn atomic.Bool
+
+	// Stage stamps (stages.go), only while a recorder is set. stWake is
+	// written by the thread that unparks the worker (atomic); stWoken and
+	// stages are owned by the worker's goroutine.
+	stWake  atomic.Int64
+	stWoken int64
+	stages  Stages
 }
 
 // itemStage is where the worker is with its current item.
@@ -264,7 +271,11 @@ func (wk *worker) loop() {
 	for {
 		wk.settleCPU()
 		t0 := nanotime()
-		wk.parker.Park()
+		if stagesOn() {
+			wk.parkStamped()
+		} else {
+			wk.parker.Park()
+		}
 		wk.lastPark = nanotime() - t0
 		if h := wakeHook.Load(); h != nil {
 			(*h)(p) // tests: a woken worker that cannot get its CPU (escape_test.go)
@@ -458,6 +469,9 @@ func (wk *worker) processOne(w *Work) bool {
 		pq.stats.observeLatency(now - qa)
 	}
 	fn := w.fn
+	if stagesOn() {
+		wk.takeStages(w)
+	}
 	if p.repatriate {
 		wk.allow = p.cpus
 	}
@@ -514,6 +528,9 @@ func (wk *worker) runItem(w *Work, fn func(), pq *pwq) {
 	// with the levels that are left, unlocked if fn took them all: if it
 	// then blocks in Go and moves, the check after it retires the worker
 	// and resets the thread. (kthread's loop does the same.)
+	if sr := stageRec.Load(); sr != nil {
+		wk.recordStages(sr, w, pq.wq)
+	}
 	runtime.UnlockOSThread()
 	wk.inFn.Store(true)
 	r, stack, panicked := callFn(fn)

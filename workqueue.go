@@ -547,6 +547,10 @@ func (q *Workqueue) queuePended(reqCPU int, w *Work) bool {
 // fired, which a draining (not destroyed) queue accepts: it was queued
 // before the drain began.
 func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, fromTimer bool) bool {
+	stamp := stagesOn() // stage timestamps (stages.go)
+	if stamp {
+		w.stampQueue()
+	}
 	if q.destroyed.Load() {
 		q.reportDestroyed(w)
 		w.markCancelled()
@@ -616,6 +620,9 @@ func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, fromTimer bool) bool {
 				}
 			}
 			p.lastQueueCPU = cpu
+		}
+		if stamp {
+			w.stampLocked()
 		}
 		scan := pq.insert(w)
 		p.mu.Unlock()
