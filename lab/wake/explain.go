@@ -219,11 +219,15 @@ func (e Evidence) queuerShare() int64 {
 //  2. the library's stages, when their largest gap (Evidence.Stage) is at
 //     least half the latency and says where the time went: a gap that
 //     ends at queue entry, at the pool lock or at the futex_wake is the
-//     queuing thread's (lock wait when pool-lock acquisitions were
-//     contended, else queuer preempted); one that ends when the worker is
-//     back from futex_wait is the kernel's wake-up (scheduler when the
-//     worker's run_delay covers half of it, else unknown (kernel
-//     wake-up)); one that ends when it holds a P is a P wait. A gap that
+//     queuing thread's (lock wait when it ends at the pool lock,
+//     pool-lock acquisitions were contended and the queuer's run_delay
+//     does not cover half of it; else queuer preempted); one that ends
+//     when the worker is back from futex_wait is the kernel's wake-up
+//     (scheduler when the worker's run_delay covers half of it; queuer
+//     preempted when the worker's run_delay does not but the queuer's
+//     does: the queuer lost its CPU at futex_wake, before the wake took
+//     effect; else unknown (kernel wake-up)); one that ends when the
+//     worker holds a P is a P wait. A gap that
 //     ends at the item's start (the worker's own path, or an awake
 //     worker's previous item) is left to the rules below;
 //  3. queuer preempted, when the queuing thread's part of the window
@@ -254,14 +258,18 @@ func Attribute(e Evidence) Cause {
 	}
 	if e.StageNs*2 >= e.LatencyNs {
 		switch end := e.stageEnd(); {
+		case end == ptLocked && e.LockWaits > 0 && e.QueuerDelay*2 < e.StageNs:
+			return CauseLock
 		case end >= ptQueue && end <= ptWake:
-			if e.LockWaits > 0 {
-				return CauseLock
-			}
 			return CauseQueuer
 		case end == ptWoken:
 			if e.WorkerDelay*2 >= e.StageNs {
 				return CauseSched
+			}
+			if e.WorkerDelay >= 0 && e.QueuerDelay*2 >= e.StageNs {
+				// The worker did not wait runnable, the queuer did: it was
+				// preempted at futex_wake, before the wake took effect.
+				return CauseQueuer
 			}
 			return CauseUnknown
 		case end == ptHaveP:

@@ -266,7 +266,11 @@ func TestAttributeStages(t *testing.T) {
 		want Cause
 	}{
 		{"queue->locked: queuer", at(500, stagesAt(off, t0, 1, 300, 301, 302, 303, 304), nil), CauseQueuer},
-		{"locked->wake with lock waits: lock", at(500, stagesAt(off, t0, 1, 2, 300, 302, 303, 304), func(e *Evidence) { e.LockWaits = 2 }), CauseLock},
+		{"queue->locked with lock waits: lock", at(500, stagesAt(off, t0, 1, 300, 301, 302, 303, 304), func(e *Evidence) { e.LockWaits = 2 }), CauseLock},
+		{"queue->locked with lock waits, queuer runnable: queuer", at(500, stagesAt(off, t0, 1, 300, 301, 302, 303, 304), func(e *Evidence) { e.LockWaits, e.QueuerDelay = 2, 290_000 }), CauseQueuer},
+		{"locked->wake with lock waits: queuer (it holds the lock)", at(500, stagesAt(off, t0, 1, 2, 300, 302, 303, 304), func(e *Evidence) { e.LockWaits = 2 }), CauseQueuer},
+		{"wake->woken, queuer runnable, worker not: queuer", at(500, wakeup, func(e *Evidence) { e.WorkerDelay, e.QueuerDelay = 0, 390_000 }), CauseQueuer},
+		{"wake->woken, worker unknown: kernel", at(500, wakeup, func(e *Evidence) { e.QueuerDelay = 390_000 }), CauseUnknown},
 		{"wake->woken: kernel wake-up", at(500, wakeup, nil), CauseUnknown},
 		{"wake->woken, worker runnable: scheduler", at(500, wakeup, func(e *Evidence) { e.WorkerDelay = 300_000 }), CauseSched},
 		{"woken->haveP: P wait", at(500, stagesAt(off, t0, 1, 2, 3, 4, 400, 401), nil), CausePWait},
