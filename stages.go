@@ -19,9 +19,11 @@ import (
 
 // Stages are the timestamps of one work item's way from Queue to its work
 // function, as recorded by SetStageRecorder. Times are CLOCK_MONOTONIC in
-// ns, the clock of wqtrace events (TimeNs) and of clock_gettime(2). A
-// stage that is 0 did not happen for this item or was not recorded; the
-// time up to the next non-zero stage then belongs to that one.
+// ns as clock_gettime(2) reads it (wqtrace events' TimeNs are the same
+// clock, behind it by the constant time between two reads at start-up,
+// normally under 1 us). A stage that is 0 did not happen for this item or
+// was not recorded; the time up to the next non-zero stage then belongs
+// to that one.
 type Stages struct {
 	Work      *Work  // the item; valid only during the recorder call
 	Workqueue string // name of the queue it was queued on
