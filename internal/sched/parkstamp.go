@@ -56,9 +56,11 @@ func (p *Parker) ParkStamp(out *int64) {
 // the thread may wait for a P. Between entersyscall and exitsyscall
 // nothing may allocate, grow the stack or write a pointer: hence nosplit,
 // and the timespec in the Parker (owned by the parking thread) rather than
-// a local the compiler might move to the heap.
+// a local the compiler might move to the heap; norace, so that -race adds
+// no calls into its runtime there.
 //
 //go:nosplit
+//go:norace
 func futexWaitStamp(addr unsafe.Pointer, ts *unix.Timespec, out *int64) {
 	entersyscall()
 	syscall.RawSyscall6(unix.SYS_FUTEX, uintptr(addr), futexWaitPrivate, parkSleeping, 0, 0, 0)
