@@ -53,6 +53,9 @@ func (q *Workqueue) tryPush(reqCPU int, pq *pwq, w *Work) (handled bool) {
 	seq := seqOf(w.state.Load()) // PENDING is ours: stable
 	w.queuedAt = nanotime()
 	w.inPwq.Store(pq)
+	if stagesOn() {
+		w.stampLocked() // the "lock taken" stage: where the item is inserted
+	}
 	p.push(w)
 	pq.stats.pushed.Add(1)
 	if p.scanners.Load() == 0 || pq.deadA.Load() {

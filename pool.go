@@ -370,7 +370,11 @@ func (pm *poolMutex) Unlock() {
 		pm.m.Unlock()
 	}
 	if wk != nil {
-		wk.parker.Unpark()
+		if stagesOn() {
+			wk.unparkStamped() // stage timestamps (stages.go)
+		} else {
+			wk.parker.Unpark()
+		}
 	}
 	if scan != nil {
 		scan.scan(nil)

@@ -59,6 +59,10 @@ type Work struct {
 	color    uint8 // flush color of the pwq at insertion
 	queuedAt int64 // ns, monotonic, when inserted (for latency stats)
 	activeAt int64 // ns, monotonic, when put on the worklist (escape_after); guarded by the pool lock
+	// Stage stamps (stages.go), only while a recorder is set: written by
+	// the owner of PENDING before the item is linked, taken and cleared by
+	// its worker under the pool lock before PENDING is cleared.
+	stQueue, stLocked int64
 
 	// Lock-free queueing (incoming.go). inPwq is the pwq a queuer pushed
 	// the item for, until a drain links it there (then pwq is set) or

@@ -99,6 +99,13 @@ type worker struct {
 	// scanning: counted in pool.scanners (incoming.go). Owned by the
 	// worker's goroutine.
 	scanning bool
+
+	// Stage stamps (stages.go), only while a recorder is set. stWake is
+	// written by the thread that unparks the worker (atomic); stWoken and
+	// stages are owned by the worker's goroutine.
+	stWake  atomic.Int64
+	stWoken int64
+	stages  Stages
 }
 
 // itemStage is where the worker is with its current item.
@@ -267,7 +274,11 @@ func (wk *worker) loop() {
 	for {
 		wk.settleCPU()
 		t0 := nanotime()
-		wk.parker.Park()
+		if stagesOn() {
+			wk.parkStamped()
+		} else {
+			wk.parker.Park()
+		}
 		wk.lastPark = nanotime() - t0
 		wk.scanOn()
 		if h := wakeHook.Load(); h != nil {
@@ -470,6 +481,9 @@ func (wk *worker) processOne(w *Work) bool {
 		pq.stats.observeLatency(now - qa)
 	}
 	fn := w.fn
+	if stagesOn() {
+		wk.takeStages(w)
+	}
 	if p.repatriate {
 		wk.allow = p.cpus
 	}
@@ -530,6 +544,9 @@ func (wk *worker) runItem(w *Work, fn func(), pq *pwq) {
 	// look goes to its pwq now (and gets a worker if the pool's
 	// concurrency allows), not after fn.
 	wk.scanOff()
+	if sr := stageRec.Load(); sr != nil {
+		wk.recordStages(sr, w, pq.wq)
+	}
 	runtime.UnlockOSThread()
 	wk.inFn.Store(true)
 	r, stack, panicked := callFn(fn)

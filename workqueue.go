@@ -544,13 +544,10 @@ func (q *Workqueue) queuePended(reqCPU int, w *Work) bool {
 // fired, which a draining (not destroyed) queue accepts: it was queued
 // before the drain began.
 func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, fromTimer bool) bool {
-	return q.queuePendedOpts(reqCPU, w, fromTimer, true)
-}
-
-// queuePendedOpts is queuePendedFrom; trace false emits no queue_work
-// event (an item queued again after a drain found its pwq retired: it was
-// traced when first queued, and the caller may be any thread).
-func (q *Workqueue) queuePendedOpts(reqCPU int, w *Work, fromTimer, trace bool) bool {
+	stamp := stagesOn() // stage timestamps (stages.go)
+	if stamp {
+		w.stampQueue()
+	}
 	if q.destroyed.Load() {
 		q.reportDestroyed(w)
 		w.markCancelled()
@@ -577,7 +574,7 @@ func (q *Workqueue) queuePendedOpts(reqCPU int, w *Work, fromTimer, trace bool) 
 			w.release()
 			return false
 		}
-		if tr := tracer.Load(); tr != nil && !traced && trace {
+		if tr := tracer.Load(); tr != nil && !traced {
 			traced = true
 			target := cpu
 			if pq.pool.key.cpu < 0 {
@@ -625,6 +622,9 @@ func (q *Workqueue) queuePendedOpts(reqCPU int, w *Work, fromTimer, trace bool) 
 				}
 			}
 			p.lastQueueCPU = cpu
+		}
+		if stamp {
+			w.stampLocked()
 		}
 		scan := pq.insert(w)
 		p.mu.Unlock()

@@ -24,6 +24,8 @@ import (
 type Parker struct {
 	// state is the futex word: parkIdle, parkSleeping or parkToken.
 	state atomic.Uint32 // atomic
+	// ts is ParkStamp's clock reading; owned by the parking thread.
+	ts unix.Timespec
 }
 
 // futex(2) operations; x/sys/unix does not define them.

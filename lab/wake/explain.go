@@ -31,6 +31,12 @@ package wake
 //     delta can span the samples since the last reading (Evidence.LockSpan;
 //     wq.Pools allocates about 10 KB, and reading it per sample made GC
 //     cycles of its own);
+//   - the library's own stage timestamps of the item (wq.Stages, set by
+//     wq.SetStageRecorder for the run; gowq rows only): queue entry, pool
+//     lock taken, futex_wake issued, worker back from futex_wait, worker
+//     holding a P, item start. The largest gap between two recorded
+//     stages (from the queue call's t0 to the work function's first
+//     stamp) is the stage where the time went (Evidence.Stage);
 //   - the Go runtime's stop-the-world pauses, overlapped with the
 //     sample's window [queue, start]: their exact ranges from a
 //     runtime/trace of the run (parsed with golang.org/x/exp/trace), or,
@@ -53,15 +59,18 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"runtime/trace"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	xtrace "golang.org/x/exp/trace"
 	"golang.org/x/sys/unix"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/sched"
 	"github.com/gowq/wq/lab/driver"
 	"github.com/gowq/wq/lab/stats"
 )
@@ -114,6 +123,79 @@ type Evidence struct {
 	// after candidate outliers, so as not to cause GC cycles itself).
 	LockSpan    int64 `json:"lock_span"`
 	GCOverlapNs int64 `json:"gc_overlap_ns"` // GC stop-the-world time inside [queue, start]
+	// StagesNs are the item's stage points (StagePoints) in ns after the
+	// queue call's t0, -1 for a stage not recorded (wq.Stages' 0); nil
+	// when the library recorded nothing (not a gowq row, or a record
+	// missed).
+	StagesNs []int64 `json:"stages_ns,omitempty"`
+	// Stage names the largest gap between two recorded stage points
+	// ("wake->woken"), StageNs is its length; "" and 0 without StagesNs.
+	Stage   string `json:"stage,omitempty"`
+	StageNs int64  `json:"stage_ns,omitempty"`
+}
+
+// StagePoints names the points of Evidence.StagesNs: the queue call's t0,
+// the six wq.Stages, and the work function's first stamp.
+var StagePoints = []string{"call", "queue", "locked", "wake", "woken", "haveP", "start", "fn"}
+
+// The indexes of StagePoints.
+const (
+	ptCall = iota
+	ptQueue
+	ptLocked
+	ptWake
+	ptWoken
+	ptHaveP
+	ptStart
+	ptFn
+)
+
+// setStages fills e's stage fields from the library's record s (clock:
+// CLOCK_MONOTONIC; off maps it onto stats.Now()) and the sample's t0
+// and start (stats.Now()). Points out of order (a record of another
+// instance) leave the stages unknown.
+func (e *Evidence) setStages(s *wq.Stages, off, t0, start int64) {
+	raw := []int64{s.QueueNs, s.LockedNs, s.WakeNs, s.WokenNs, s.HavePNs, s.StartNs}
+	pts := make([]int64, len(StagePoints))
+	pts[ptCall], pts[ptFn] = 0, start-t0
+	for i, v := range raw {
+		pts[i+1] = -1
+		if v != 0 {
+			pts[i+1] = v - off - t0
+		}
+	}
+	last, from := int64(0), ptCall
+	var best int64 = -1
+	name := ""
+	for i := ptQueue; i <= ptFn; i++ {
+		v := pts[i]
+		if v < 0 && i != ptFn {
+			continue
+		}
+		// A few hundred ns of slack: the two clocks are mapped onto each
+		// other by two reads, and t0 is taken before the queue call.
+		if v < last-1000 {
+			return
+		}
+		if g := v - last; g > best {
+			best, name = g, StagePoints[from]+"->"+StagePoints[i]
+		}
+		last, from = max(last, v), i
+	}
+	e.StagesNs, e.Stage, e.StageNs = pts, name, max(best, 0)
+}
+
+// stageEnd is the stage point that ends the largest gap, -1 without one.
+func (e Evidence) stageEnd() int {
+	if e.Stage == "" {
+		return -1
+	}
+	for i, n := range StagePoints {
+		if strings.HasSuffix(e.Stage, "->"+n) {
+			return i
+		}
+	}
+	return -1
 }
 
 // queuerShare is the part of the latency the queuing thread spent in the
@@ -134,18 +216,32 @@ func (e Evidence) queuerShare() int64 {
 //
 //  1. GC STW, when stop-the-world pauses cover at least half the latency
 //     (a pause stops the queuer and the worker alike);
-//  2. queuer preempted, when the queuing thread's part of the window
+//  2. the library's stages, when their largest gap (Evidence.Stage) is at
+//     least half the latency and says where the time went: a gap that
+//     ends at queue entry, at the pool lock or at the futex_wake is the
+//     queuing thread's (lock wait when it ends at the pool lock,
+//     pool-lock acquisitions were contended and the queuer's run_delay
+//     does not cover half of it; else queuer preempted); one that ends
+//     when the worker is back from futex_wait is the kernel's wake-up
+//     (scheduler when the worker's run_delay covers half of it; queuer
+//     preempted when the worker's run_delay does not but the queuer's
+//     does: the queuer lost its CPU at futex_wake, before the wake took
+//     effect; else unknown (kernel wake-up)); one that ends when the
+//     worker holds a P is a P wait. A gap that
+//     ends at the item's start (the worker's own path, or an awake
+//     worker's previous item) is left to the rules below;
+//  3. queuer preempted, when the queuing thread's part of the window
 //     (the whole queue call when it returned before the item started,
 //     else its run_delay in the call) is at least half the latency;
-//  3. scheduler, when the worker thread's run_delay since its previous
+//  4. scheduler, when the worker thread's run_delay since its previous
 //     item (an upper bound of its run-queue wait in the window) is at
 //     least half the latency;
-//  4. lock wait, when pool-lock acquisitions were contended;
-//  5. P wait, when the worker slept more than its one park (it went back
+//  5. lock wait, when pool-lock acquisitions were contended;
+//  6. P wait, when the worker slept more than its one park (it went back
 //     to sleep after its wake-up: no P was free);
-//  6. the first of GC STW, queuer preempted, scheduler that covers at
+//  7. the first of GC STW, queuer preempted, scheduler that covers at
 //     least a quarter of the latency;
-//  7. unknown (kernel wake-up): the kernel's wake-up path and what this
+//  8. unknown (kernel wake-up): the kernel's wake-up path and what this
 //     evidence cannot see (an IRQ, SMI or hypervisor steal on the CPU).
 //
 // Figures of -1 (unknown) count as absent.
@@ -156,6 +252,29 @@ func Attribute(e Evidence) Cause {
 	}{{CauseGC, e.GCOverlapNs}, {CauseQueuer, e.queuerShare()}, {CauseSched, e.WorkerDelay}}
 	if e.LatencyNs <= 0 {
 		return CauseUnknown
+	}
+	if e.GCOverlapNs*2 >= e.LatencyNs {
+		return CauseGC
+	}
+	if e.StageNs*2 >= e.LatencyNs {
+		switch end := e.stageEnd(); {
+		case end == ptLocked && e.LockWaits > 0 && e.QueuerDelay*2 < e.StageNs:
+			return CauseLock
+		case end >= ptQueue && end <= ptWake:
+			return CauseQueuer
+		case end == ptWoken:
+			if e.WorkerDelay*2 >= e.StageNs {
+				return CauseSched
+			}
+			if e.WorkerDelay >= 0 && e.QueuerDelay*2 >= e.StageNs {
+				// The worker did not wait runnable, the queuer did: it was
+				// preempted at futex_wake, before the wake took effect.
+				return CauseQueuer
+			}
+			return CauseUnknown
+		case end == ptHaveP:
+			return CausePWait
+		}
 	}
 	for _, s := range shares {
 		if s.ns*2 >= e.LatencyNs {
@@ -188,6 +307,7 @@ type RowExplain struct {
 	Config   string         `json:"config"`
 	Outliers int            `json:"outliers"` // samples above the threshold
 	Causes   map[Cause]int  `json:"causes"`   // outliers per cause
+	Stages   map[string]int `json:"stages"`   // outliers per largest-gap stage (Evidence.Stage), those with stages
 	Lines    []Outlier      `json:"lines"`    // the first ExplainLinesPerRow outliers
 	QueueUs  *stats.Summary `json:"queue_call_us,omitempty"`
 	counted  []Outlier      // every outlier above the floor, before the threshold is known
@@ -340,6 +460,42 @@ type explainer struct {
 	anchor int64      // stats.Now() of the anchor log event
 	stw    [][2]int64 // stop-the-world ranges from the trace (stats.Now() ns)
 	tnote  string     // why there are none
+	// slot receives the library's stages of the item being measured
+	// (recordStages); stageOff maps their clock onto stats.Now().
+	slot     atomic.Pointer[stageSlot]
+	stageOff int64
+}
+
+// stageSlot holds the library's record of one item: w is the item
+// watched, s and ok are written by the recorder on the worker thread
+// before the item's function runs, read by the queuer after it ran.
+type stageSlot struct {
+	w  *wq.Work
+	s  wq.Stages
+	ok bool
+}
+
+// recordStages is the run's wq.SetStageRecorder function: it keeps the
+// record of the watched item, and drops the others.
+func (x *explainer) recordStages(s *wq.Stages) {
+	if sl := x.slot.Load(); sl != nil && sl.w == s.Work {
+		sl.s, sl.ok = *s, true
+	}
+}
+
+// clockOffset returns CLOCK_MONOTONIC (sched.Nanotime, the stages'
+// clock) minus stats.Now(), from the closest of a few paired reads.
+func clockOffset() int64 {
+	var off, best int64 = 0, math.MaxInt64
+	for range 5 {
+		a := stats.Now()
+		m := sched.Nanotime()
+		b := stats.Now()
+		if b-a < best {
+			best, off = b-a, m-(a+b)/2
+		}
+	}
+	return off
 }
 
 const traceCategory = "wqlab-wake-anchor"
@@ -442,6 +598,7 @@ func newExplainer(threshold time.Duration) *explainer {
 		x.floor, x.fixed = int64(threshold), true
 	}
 	x.wallOf = time.Now().UnixNano() - stats.Now()
+	x.stageOff = clockOffset()
 	x.m0 = readMetrics()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -461,7 +618,7 @@ func readMetrics() []metrics.Sample {
 func (x *explainer) row(r *row) *RowExplain {
 	re := x.rows[r]
 	if re == nil {
-		re = &RowExplain{Config: r.c.name, Causes: map[Cause]int{}, queueS: stats.NewSamples(0)}
+		re = &RowExplain{Config: r.c.name, Causes: map[Cause]int{}, Stages: map[string]int{}, queueS: stats.NewSamples(0)}
 		x.rows[r] = re
 		x.order = append(x.order, re)
 	}
@@ -499,6 +656,16 @@ func (x *explainer) sample(r *row, t0, t1, start int64, q0, q1, prevEnd, st thre
 		re.lockPend = len(re.counted)
 	}
 	return true
+}
+
+// attachStages gives the candidate outlier that sample just recorded for
+// r the library's stages s (t0, start: as given to sample).
+func (x *explainer) attachStages(r *row, s *wq.Stages, t0, start int64) {
+	re := x.rows[r]
+	if re == nil || len(re.counted) == 0 {
+		return
+	}
+	re.counted[len(re.counted)-1].setStages(s, x.stageOff, t0, start)
 }
 
 // lockReading gives the pending outlier of r its LockWaits delta: now is
@@ -614,6 +781,9 @@ func (x *explainer) finish(res *Result, probeMax float64, probeName string, prob
 				o.Cause = Attribute(o.Evidence)
 				re.Outliers++
 				re.Causes[o.Cause]++
+				if o.Stage != "" {
+					re.Stages[o.Stage]++
+				}
 				if len(re.Lines) < ExplainLinesPerRow {
 					re.Lines = append(re.Lines, *o)
 				}
@@ -695,15 +865,15 @@ func (ex *Explain) write(b *strings.Builder) {
 				lw += fmt.Sprintf(" /%d", o.LockSpan)
 			}
 			lines = append(lines, driver.Line{Cells: []string{re.Config, us(o.LatencyNs), queueCell(o.Evidence),
-				optUs(o.QueuerDelay), optUs(o.WorkerDelay), optN(o.ExtraSleeps), lw, us(o.GCOverlapNs), string(o.Cause)}})
+				optUs(o.QueuerDelay), optUs(o.WorkerDelay), optN(o.ExtraSleeps), lw, us(o.GCOverlapNs), stageCell(o.Evidence), string(o.Cause)}})
 		}
 		if more := re.Outliers - len(re.Lines); more > 0 {
 			lines = append(lines, driver.Line{Cells: []string{re.Config, fmt.Sprintf("+%d more", more)}})
 		}
 	}
 	if len(lines) > 0 {
-		driver.WriteBox(b, []string{"row", "latency", "queue call", "queuer run_delay", "worker run_delay", "extra sleeps", "lock waits", "GC overlap", "cause"}, lines)
-		b.WriteString("us; queue call: t1-t0 of Queue/Submit (* the item started inside the call); run_delay: time waited runnable for a CPU (schedstat); extra sleeps: worker's voluntary switches beyond its park; lock waits /n: over the last n samples; - unknown\n")
+		driver.WriteBox(b, []string{"row", "latency", "queue call", "queuer run_delay", "worker run_delay", "extra sleeps", "lock waits", "GC overlap", "stage", "cause"}, lines)
+		b.WriteString("us; queue call: t1-t0 of Queue/Submit (* the item started inside the call); run_delay: time waited runnable for a CPU (schedstat); extra sleeps: worker's voluntary switches beyond its park; lock waits /n: over the last n samples; stage: the largest gap between the library's stage stamps (call: t0, queue: queue entry, locked: pool lock, wake: futex_wake, woken: back from futex_wait, haveP: holding a P, start: item start, fn: the function's stamp); - unknown\n")
 	}
 	causes := Causes()
 	heads := []string{"row", "outliers"}
@@ -744,6 +914,42 @@ func (ex *Explain) write(b *strings.Builder) {
 		fmt.Fprintf(b, ": %s", strings.Join(parts, ", "))
 	}
 	b.WriteByte('\n')
+	if st := ex.stageCounts(); len(st) > 0 {
+		fmt.Fprintf(b, "stage where the time went, all rows (outliers with the library's stages): %s\n", strings.Join(st, ", "))
+	}
+}
+
+// stageCounts returns "stage n" for every largest-gap stage of the
+// outliers, most frequent first (ties by name).
+func (ex *Explain) stageCounts() []string {
+	n := map[string]int{}
+	for _, re := range ex.Rows {
+		for s, c := range re.Stages {
+			n[s] += c
+		}
+	}
+	names := make([]string, 0, len(n))
+	for s := range n {
+		names = append(names, s)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if n[names[i]] != n[names[j]] {
+			return n[names[i]] > n[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	out := make([]string, len(names))
+	for i, s := range names {
+		out[i] = fmt.Sprintf("%s %d", s, n[s])
+	}
+	return out
+}
+
+func stageCell(e Evidence) string {
+	if e.Stage == "" {
+		return "-"
+	}
+	return e.Stage + " " + us(e.StageNs)
 }
 
 func us(ns int64) string { return fmt.Sprintf("%.1f", float64(ns)/1e3) }

@@ -5,7 +5,9 @@ import (
 	"runtime/metrics"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/gowq/wq"
 	"github.com/gowq/wq/internal/sched"
 	"github.com/gowq/wq/lab/stats"
 )
@@ -197,5 +199,155 @@ func TestTraceSTW(t *testing.T) {
 	}
 	if x.gcOverlap(a-100_000, b+100_000) <= 0 {
 		t.Errorf("no overlap with the forced GC")
+	}
+}
+
+// stagesAt builds a library record whose points lie at the given us
+// after t0 (0: not recorded), with off as the clock offset.
+func stagesAt(off, t0 int64, us ...int64) *wq.Stages {
+	v := make([]int64, 6)
+	for i, u := range us {
+		if u != 0 {
+			v[i] = off + t0 + u*1000
+		}
+	}
+	return &wq.Stages{QueueNs: v[0], LockedNs: v[1], WakeNs: v[2], WokenNs: v[3], HavePNs: v[4], StartNs: v[5]}
+}
+
+// TestSetStages: the largest gap between recorded points names the stage;
+// unrecorded points fold into the next one; points out of order leave the
+// stages unknown.
+func TestSetStages(t *testing.T) {
+	const off, t0 = 5_000_000, 1_000_000
+	cases := []struct {
+		name    string
+		s       *wq.Stages
+		startUs int64
+		stage   string
+		gapUs   int64
+	}{
+		{"wake-up", stagesAt(off, t0, 1, 2, 3, 400, 401, 402), 403, "wake->woken", 397},
+		{"P wait", stagesAt(off, t0, 1, 2, 3, 4, 900, 901), 902, "woken->haveP", 896},
+		{"queuer before the lock", stagesAt(off, t0, 1, 300, 301, 302, 303, 304), 305, "queue->locked", 299},
+		{"awake worker: no wake stages", stagesAt(off, t0, 1, 2, 0, 0, 0, 500), 501, "locked->start", 498},
+		{"after start", stagesAt(off, t0, 1, 2, 3, 4, 5, 6), 700, "start->fn", 694},
+	}
+	for _, tc := range cases {
+		var e Evidence
+		e.setStages(tc.s, off, t0, t0+tc.startUs*1000)
+		if e.Stage != tc.stage || e.StageNs != tc.gapUs*1000 || len(e.StagesNs) != len(StagePoints) {
+			t.Errorf("%s: stage %q %d ns %v; want %q %d us", tc.name, e.Stage, e.StageNs, e.StagesNs, tc.stage, tc.gapUs)
+		}
+	}
+	var e Evidence
+	e.setStages(stagesAt(off, t0, 1, 2, 300, 4, 5, 6), off, t0, t0+7000)
+	if e.Stage != "" || e.StagesNs != nil {
+		t.Errorf("points out of order: %q %v, want none", e.Stage, e.StagesNs)
+	}
+}
+
+// TestAttributeStages: where the library's largest gap covers half the
+// latency, it decides the cause (after GC STW); elsewhere the evidence
+// outside the library does.
+func TestAttributeStages(t *testing.T) {
+	const off, t0 = 0, 1_000_000
+	at := func(latUs int64, s *wq.Stages, f func(*Evidence)) Evidence {
+		e := ev(latUs)
+		e.setStages(s, off, t0, t0+latUs*1000)
+		if f != nil {
+			f(&e)
+		}
+		return e
+	}
+	wakeup := stagesAt(off, t0, 1, 2, 3, 400, 401, 402)
+	cases := []struct {
+		name string
+		e    Evidence
+		want Cause
+	}{
+		{"queue->locked: queuer", at(500, stagesAt(off, t0, 1, 300, 301, 302, 303, 304), nil), CauseQueuer},
+		{"queue->locked with lock waits: lock", at(500, stagesAt(off, t0, 1, 300, 301, 302, 303, 304), func(e *Evidence) { e.LockWaits = 2 }), CauseLock},
+		{"queue->locked with lock waits, queuer runnable: queuer", at(500, stagesAt(off, t0, 1, 300, 301, 302, 303, 304), func(e *Evidence) { e.LockWaits, e.QueuerDelay = 2, 290_000 }), CauseQueuer},
+		{"locked->wake with lock waits: queuer (it holds the lock)", at(500, stagesAt(off, t0, 1, 2, 300, 302, 303, 304), func(e *Evidence) { e.LockWaits = 2 }), CauseQueuer},
+		{"wake->woken, queuer runnable, worker not: queuer", at(500, wakeup, func(e *Evidence) { e.WorkerDelay, e.QueuerDelay = 0, 390_000 }), CauseQueuer},
+		{"wake->woken, worker unknown: kernel", at(500, wakeup, func(e *Evidence) { e.QueuerDelay = 390_000 }), CauseUnknown},
+		{"wake->woken: kernel wake-up", at(500, wakeup, nil), CauseUnknown},
+		{"wake->woken, worker runnable: scheduler", at(500, wakeup, func(e *Evidence) { e.WorkerDelay = 300_000 }), CauseSched},
+		{"woken->haveP: P wait", at(500, stagesAt(off, t0, 1, 2, 3, 4, 400, 401), nil), CausePWait},
+		{"GC before stages", at(500, stagesAt(off, t0, 1, 2, 3, 4, 400, 401), func(e *Evidence) { e.GCOverlapNs = 300_000 }), CauseGC},
+		{"stages before queue call", at(500, stagesAt(off, t0, 1, 2, 3, 4, 400, 401), func(e *Evidence) { e.QueueCallNs = 450_000 }), CausePWait},
+		{"gap under half: old rules", at(500, stagesAt(off, t0, 1, 2, 3, 200, 201, 202), func(e *Evidence) { e.ExtraSleeps = 1 }), CausePWait},
+		{"haveP->start: old rules", at(500, stagesAt(off, t0, 1, 2, 3, 4, 5, 450), func(e *Evidence) { e.WorkerDelay = 440_000 }), CauseSched},
+	}
+	for _, tc := range cases {
+		if got := Attribute(tc.e); got != tc.want {
+			t.Errorf("%s: stage %q: %q, want %q", tc.name, tc.e.Stage, got, tc.want)
+		}
+	}
+}
+
+// TestExplainerStagesOutput: an outlier with stages prints its stage,
+// and the run prints the per-stage summary.
+func TestExplainerStagesOutput(t *testing.T) {
+	x := newExplainer(0)
+	r := &row{c: config{name: "gowq RT per-CPU", kind: KindGowq}}
+	t0 := int64(1_000_000_000)
+	for i := range 3 {
+		t0 += int64(i) * 10_000_000
+		if !x.sample(r, t0, t0+1000, t0+600_000, threadStat{}, threadStat{}, threadStat{}, threadStat{}, -1, 0) {
+			t.Fatal("600 us not a candidate outlier")
+		}
+		x.attachStages(r, stagesAt(x.stageOff, t0, 1, 2, 3, 4, 590, 591), t0, t0+600_000)
+	}
+	res := &Result{Rows: []Row{{Config: "gowq RT per-CPU", Kind: KindGowq}}}
+	ex := x.finish(res, 0, "", nil)
+	g := ex.Rows[0]
+	if g.Outliers != 3 || g.Causes[CausePWait] != 3 || g.Stages["woken->haveP"] != 3 {
+		t.Fatalf("row: %d outliers, causes %v, stages %v", g.Outliers, g.Causes, g.Stages)
+	}
+	var b strings.Builder
+	ex.write(&b)
+	out := b.String()
+	for _, want := range []string{"woken->haveP 586.0", "stage where the time went, all rows (outliers with the library's stages): woken->haveP 3"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestStageRecorderInRun: an explain run of a gowq row gets the library's
+// stages for its samples (the recorder is set for the run and removed
+// after).
+func TestStageRecorderInRun(t *testing.T) {
+	x := newExplainer(time.Nanosecond) // every sample is a candidate
+	wq.SetStageRecorder(x.recordStages)
+	defer wq.SetStageRecorder(nil)
+	q, err := wq.Alloc("stages-run", wq.PerCPU, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Destroy()
+	qr, err := startQueuer(wq.OnlineCPUs()[0], QueuerOther)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer qr.stop()
+	qr.ex = x
+	r := &row{c: config{name: "gowq normal per-CPU", kind: KindGowq}, res: &Row{}, samples: stats.NewSamples(0), q: q}
+	if err := qr.measure(r, 20, 100*time.Microsecond); err != nil {
+		t.Fatal(err)
+	}
+	re := x.rows[r]
+	with := 0
+	for _, o := range re.counted {
+		if o.StagesNs != nil {
+			with++
+			if o.StagesNs[ptQueue] < 0 || o.StagesNs[ptStart] < 0 || o.Stage == "" {
+				t.Errorf("sample's stages %v (%q): want queue and start", o.StagesNs, o.Stage)
+			}
+		}
+	}
+	if len(re.counted) != 20 || with == 0 {
+		t.Fatalf("%d samples, %d with the library's stages", len(re.counted), with)
 	}
 }

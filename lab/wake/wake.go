@@ -260,6 +260,8 @@ type row struct {
 	overNs  []int64    // explain: probe samples at or above the explainer's floor, ns
 	prevEnd threadStat // explain: the worker's figures at the end of the last item
 	warm    bool       // explain: the unrecorded first item ran
+	work    *wq.Work   // gowq: the item of the current slice
+	slot    stageSlot  // explain, gowq: the library's stages of the current sample
 }
 
 // Run measures every selected configuration. It blocks for about
@@ -315,7 +317,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Explain {
 		qr.ex = newExplainer(o.ExplainThreshold)
 		qr.ex.startTrace()
-		defer func() { qr.ex.stopTrace(); qr.ex = nil }()
+		wq.SetStageRecorder(qr.ex.recordStages)
+		defer func() { wq.SetStageRecorder(nil); qr.ex.stopTrace(); qr.ex = nil }()
 	}
 
 	var rows []*row
@@ -451,6 +454,7 @@ func (q *queuer) measure(r *row, n int, gap time.Duration) error {
 		case KindGowq:
 			q.loop(r, n, gap, func(fn func()) (func(), func() bool) {
 				w := wq.NewWork(fn)
+				r.work = w
 				return func() { r.q.Queue(w) }, func() bool { return w.Busy() == 0 }
 			})
 		case KindGo:
@@ -624,6 +628,10 @@ func (q *queuer) loopExplain(r *row, n int, gap time.Duration, setup func(fn fun
 		span++
 		start.Store(0)
 		fin.Store(0)
+		if r.work != nil {
+			r.slot = stageSlot{w: r.work}
+			x.slot.Store(&r.slot)
+		}
 		q0 := x.stat.read()
 		t0 := stats.Now()
 		queue()
@@ -635,7 +643,11 @@ func (q *queuer) loopExplain(r *row, n int, gap time.Duration, setup func(fn fun
 		s := start.Load()
 		r.samples.Add(s - t0)
 		q.waitDone(&fin, idle)
+		x.slot.Store(nil)
 		pend = x.sample(r, t0, t1, s, q0, q1, r.prevEnd, st, lw, span)
+		if pend && r.slot.ok {
+			x.attachStages(r, &r.slot.s, t0, s)
+		}
 		r.prevEnd = end
 	}
 	if pools && pend {
