@@ -550,14 +550,18 @@ func (wk *worker) runItem(w *Work, fn func(), pq *pwq) {
 	runtime.UnlockOSThread()
 	wk.inFn.Store(true)
 	r, stack, panicked := callFn(fn)
-	wk.inFn.Store(false)
 	runtime.LockOSThread()
-	wk.scanOn()
 	if panicked {
+		// The panic handler is user code and part of the item: it may
+		// block (the CM monitor then counts the worker as blocked) and
+		// queue items (which must not be pushed for this worker while it
+		// waits), so the worker is still in fn and not a scanner here.
 		pq.stats.panics.Add(1)
 		pi := PanicInfo{Workqueue: pq.wq.name, Func: w.Func(), Value: r, Stack: stack, Worker: wk.name}
 		pq.wq.reportPanic(pi)
 	}
+	wk.inFn.Store(false)
+	wk.scanOn()
 	wk.endItem(w, pq, t)
 }
 
