@@ -57,7 +57,7 @@ func (q *Workqueue) tryPush(reqCPU int, pq *pwq, w *Work) (handled bool) {
 		w.stampLocked() // the "lock taken" stage: where the item is inserted
 	}
 	p.push(w)
-	pq.stats.pushed.Add(1)
+	q.pushed.Add(1)
 	if p.scanners.Load() == 0 || pq.deadA.Load() {
 		// The worker stopped scanning after our first look (it may have
 		// parked without seeing w), or pq died: take the lock, which
@@ -67,7 +67,7 @@ func (q *Workqueue) tryPush(reqCPU int, pq *pwq, w *Work) (handled bool) {
 		if w.bounced.Load() == seq+1 {
 			w.bounced.Store(0)
 			w.inPwq.Store(nil)
-			pq.stats.bounced.Add(1)
+			q.bounced.Add(1)
 			return false // pq was dead when w was drained: retry locked
 		}
 	}
