@@ -359,6 +359,9 @@ func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick 
 				continue
 			}
 			r.state = st
+			if h := cmStateHook.Load(); h != nil {
+				(*h)() // tests: the worker moves on between the two reads
+			}
 			if !wk.inFn.Load() {
 				// Read after the state: a sleep seen outside the work
 				// function is the worker's own wait for the pool lock
@@ -446,6 +449,10 @@ func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick 
 	}
 	return refs, wantFast, sawSleep
 }
+
+// cmStateHook, when set (tests), is called by cmSample between its read
+// of a worker thread's state and its read of worker.inFn.
+var cmStateHook atomic.Pointer[func()]
 
 // cmDeepIdleHook, when set (tests), is called by the CM monitor as it
 // decides to enter deep idle, before it publishes cmMon.idle.
