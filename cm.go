@@ -352,6 +352,7 @@ func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick 
 				stats[r.tid] = e
 			}
 			e.used = tick
+			inFn := wk.inFn.Load()
 			st, err := e.r.State()
 			if err != nil {
 				_ = e.r.Close()
@@ -362,12 +363,14 @@ func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick 
 			if h := cmStateHook.Load(); h != nil {
 				(*h)() // tests: the worker moves on between the two reads
 			}
-			if !wk.inFn.Load() {
-				// Read after the state: a sleep seen outside the work
-				// function is the worker's own wait for the pool lock
-				// (or for a P on the way to it), not a blocked item; it
-				// changes nothing. (Same gen: this item's fn has not
-				// started, or has returned, and cannot start again.)
+			if !inFn || !wk.inFn.Load() {
+				// Read before and after the state: a sleep seen outside
+				// the work function is the worker's own wait for the
+				// pool lock (or for a P on the way to it), not a blocked
+				// item; it changes nothing. Only inside fn at both reads
+				// was the thread in fn at the state read (same gen,
+				// checked below: this item's fn starts once and ends
+				// once).
 				r.state = 0
 			}
 		}
