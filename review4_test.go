@@ -70,3 +70,50 @@ func TestReview4RecorderGoexitKeepsItem(t *testing.T) {
 		t.Fatalf("the item whose stage recorder called runtime.Goexit never ran (recorder calls %d, pending %v)", calls.Load(), w.Pending())
 	}
 }
+
+// TestReview4EscapeSeesPushedItems: a per-CPU queue with escape_after
+// whose CPU's worker was woken and cannot run (held by the test hook, as
+// one starved by a CPU hog after its futex wake-up) escapes every item
+// queued meanwhile, not only the one the worker was woken for. The held
+// worker is a scanner (incoming.go): later items are pushed for it, and
+// are invisible to the escaper (which scans the worklist of pools marked
+// by an activation) until some lock holder drains them. It failed while
+// nothing drained the pool: the pool is not busy (no CM sample) and the
+// escaper, having escaped the first item, cleared its mark.
+func TestReview4EscapeSeesPushedItems(t *testing.T) {
+	cpu := escapeCPU(t)
+	// The watchdog takes every pool's lock once a second, which drains
+	// the pushed items and bounds the delay to a second: turn it off.
+	th := wq.WatchdogThresh()
+	if err := wq.SetWatchdogThresh(0); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = wq.SetWatchdogThresh(th) }()
+	q := allocEscape(t, "review4-esc", wq.PerCPU, 0, time.Millisecond)
+	holdPool(t, q, cpu)
+	ran := make(chan int, 2)
+	first := wq.NewWork(func() { ran <- wq.GetCPU() })
+	if !q.QueueOn(cpu, first) {
+		t.Fatal("QueueOn returned false")
+	}
+	select {
+	case <-ran:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first item did not escape its held CPU")
+	}
+	// Let the CM monitor find the pool's worklist empty and clear its
+	// mark (the failure needs that; the fixed code passes either way).
+	time.Sleep(100 * time.Millisecond)
+	second := wq.NewWork(func() { ran <- wq.GetCPU() })
+	if !q.QueueOn(cpu, second) {
+		t.Fatal("QueueOn returned false")
+	}
+	select {
+	case <-ran:
+	case <-time.After(10 * time.Second):
+		st := q.Stats()
+		t.Fatalf("an item queued while the CPU's woken worker is held never escaped (10 s; ESC %d, pushed %d)", st.ESC, st.Pushed)
+	}
+	st := q.Stats()
+	t.Logf("ESC %d pushed %d", st.ESC, st.Pushed)
+}
