@@ -352,6 +352,7 @@ func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick 
 				stats[r.tid] = e
 			}
 			e.used = tick
+			inFn := wk.inFn.Load()
 			st, err := e.r.State()
 			if err != nil {
 				_ = e.r.Close()
@@ -359,12 +360,17 @@ func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick 
 				continue
 			}
 			r.state = st
-			if !wk.inFn.Load() {
-				// Read after the state: a sleep seen outside the work
-				// function is the worker's own wait for the pool lock
-				// (or for a P on the way to it), not a blocked item; it
-				// changes nothing. (Same gen: this item's fn has not
-				// started, or has returned, and cannot start again.)
+			if h := cmStateHook.Load(); h != nil {
+				(*h)() // tests: the worker moves on between the two reads
+			}
+			if !inFn || !wk.inFn.Load() {
+				// Read before and after the state: a sleep seen outside
+				// the work function is the worker's own wait for the
+				// pool lock (or for a P on the way to it), not a blocked
+				// item; it changes nothing. Only inside fn at both reads
+				// was the thread in fn at the state read (same gen,
+				// checked below: this item's fn starts once and ends
+				// once).
 				r.state = 0
 			}
 		}
@@ -446,6 +452,10 @@ func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick 
 	}
 	return refs, wantFast, sawSleep
 }
+
+// cmStateHook, when set (tests), is called by cmSample between its read
+// of a worker thread's state and its read of worker.inFn.
+var cmStateHook atomic.Pointer[func()]
 
 // cmDeepIdleHook, when set (tests), is called by the CM monitor as it
 // decides to enter deep idle, before it publishes cmMon.idle.

@@ -25,7 +25,9 @@ package wq
 //
 // The lock-free path is not used by ordered queues (their order across
 // pwqs needs the lock), while a tracer is set (activate_work is traced
-// under the lock by the queuer), or while the queue drains.
+// under the lock by the queuer), while the queue drains, or by queues with
+// escape_after (the escaper sees only activated items, and the scanner
+// may be the worker that is starved of its CPU).
 //
 // A pwq dies (Destroy's markDead, an attribute change's retireIdle) only
 // under its pool lock while it holds no item (markPwqDead). A queuer that
@@ -47,7 +49,11 @@ package wq
 // caller.
 func (q *Workqueue) tryPush(reqCPU int, pq *pwq, w *Work) (handled bool) {
 	p := pq.pool
-	if p.scanners.Load() == 0 || q.ordered || tracer.Load() != nil || q.draining.Load() != 0 {
+	if p.scanners.Load() == 0 || q.ordered || tracer.Load() != nil || q.draining.Load() != 0 ||
+		q.escapeAfter.Load() != 0 {
+		// escape_after: the escaper watches only activated items (the
+		// worklist of pools that escNotify marked), and a scanner may be
+		// the very worker that cannot get its CPU.
 		return false
 	}
 	seq := seqOf(w.state.Load()) // PENDING is ours: stable
@@ -57,7 +63,7 @@ func (q *Workqueue) tryPush(reqCPU int, pq *pwq, w *Work) (handled bool) {
 		w.stampLocked() // the "lock taken" stage: where the item is inserted
 	}
 	p.push(w)
-	pq.stats.pushed.Add(1)
+	q.pushed.Add(1)
 	if p.scanners.Load() == 0 || pq.deadA.Load() {
 		// The worker stopped scanning after our first look (it may have
 		// parked without seeing w), or pq died: take the lock, which
@@ -67,7 +73,7 @@ func (q *Workqueue) tryPush(reqCPU int, pq *pwq, w *Work) (handled bool) {
 		if w.bounced.Load() == seq+1 {
 			w.bounced.Store(0)
 			w.inPwq.Store(nil)
-			pq.stats.bounced.Add(1)
+			q.bounced.Add(1)
 			return false // pq was dead when w was drained: retry locked
 		}
 	}

@@ -43,7 +43,7 @@ func TestPushBouncedByDeadPwq(t *testing.T) {
 	if w.inPwq.Load() != nil || w.pwq.Load() != nil || w.bounced.Load() != 0 {
 		t.Fatalf("bounced item left linked: inPwq %p pwq %p bounced %d", w.inPwq.Load(), w.pwq.Load(), w.bounced.Load())
 	}
-	if b := pq.stats.bounced.Load(); b != 1 {
+	if b := q.bounced.Load(); b != 1 {
 		t.Errorf("bounced = %d, want 1", b)
 	}
 	// The queuer goes on the locked way: the pwq is alive again here (as

@@ -235,8 +235,6 @@ type pwqStats struct {
 	rescued      atomic.Int64 // items run by the rescuer
 	escaped      atomic.Int64 // ESC: items run off their CPU by the escaper (escape_after)
 	panics       atomic.Int64 // work functions that panicked
-	pushed       atomic.Int64 // queue calls that took the lock-free path (incoming.go)
-	bounced      atomic.Int64 // of them, bounced back to the locked path (pwq retired)
 	latency      latencyHist  // queue-to-start
 	exec         latencyHist  // execution time (start to end)
 }
@@ -255,8 +253,6 @@ func (s *pwqStats) addFrom(o *pwqStats) {
 	s.rescued.Add(o.rescued.Load())
 	s.escaped.Add(o.escaped.Load())
 	s.panics.Add(o.panics.Load())
-	s.pushed.Add(o.pushed.Load())
-	s.bounced.Add(o.bounced.Load())
 	s.latency.addFrom(&o.latency)
 	s.exec.addFrom(&o.exec)
 }

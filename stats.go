@@ -88,6 +88,7 @@ func (q *Workqueue) Stats() QueueStats {
 			s.ClassError = *m
 		}
 	}
+	s.Pushed, s.Bounced = q.pushed.Load(), q.bounced.Load()
 	all := make([]*pwqStats, 0, len(pwqs)+1)
 	all = append(all, &q.retired)
 	for _, pq := range pwqs {
@@ -105,8 +106,6 @@ func (q *Workqueue) Stats() QueueStats {
 		s.Rescued += st.rescued.Load()
 		s.ESC += st.escaped.Load()
 		s.Panics += st.panics.Load()
-		s.Pushed += st.pushed.Load()
-		s.Bounced += st.bounced.Load()
 		s.Latency = s.Latency.merge(st.latency.snapshot())
 		s.Exec = s.Exec.merge(st.exec.snapshot())
 	}

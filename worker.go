@@ -525,9 +525,6 @@ func (wk *worker) runItem(w *Work, fn func(), pq *pwq) {
 	if t != nil {
 		emit(t, &wqtrace.Event{Kind: wqtrace.ExecuteStart, TimeNs: nanotime(), CPU: sched.GetCPU(), TID: int(wk.self.Load()), Comm: wk.name, Work: w.addr(), Function: w.Func(), Workqueue: pq.wq.name}, nil)
 	}
-	wk.runSeq = w.startRun()
-	wk.starting = nil
-	wk.stage = stageRunning
 	if p := wk.curPool.Load(); p.repatriate {
 		// Start inside the pod: if the scheduler left the worker outside
 		// it, move it in (narrowing migrates it at once) and let it go again.
@@ -536,6 +533,19 @@ func (wk *worker) runItem(w *Work, fn func(), pq *pwq) {
 			pq.stats.repatriated.Add(1)
 		}
 	}
+	// No longer between items: what was pushed lock-free since the last
+	// look goes to its pwq now (and gets a worker if the pool's
+	// concurrency allows), not after fn.
+	wk.scanOff()
+	// The stage recorder is user code: called before PENDING is cleared,
+	// like execute_start, so that a runtime.Goexit in it leaves the item
+	// pending for the next worker (finishCurrent, stageDequeued).
+	if sr := stageRec.Load(); sr != nil {
+		wk.recordStages(sr, w, pq.wq)
+	}
+	wk.runSeq = w.startRun()
+	wk.starting = nil
+	wk.stage = stageRunning
 	// One lock level is dropped while fn runs and taken again after it:
 	// whatever fn does to the nesting count (runtime.UnlockOSThread any
 	// number of times), the goroutine is locked to the thread it is on
@@ -547,24 +557,21 @@ func (wk *worker) runItem(w *Work, fn func(), pq *pwq) {
 	// with the levels that are left, unlocked if fn took them all: if it
 	// then blocks in Go and moves, the check after it retires the worker
 	// and resets the thread. (kthread's loop does the same.)
-	// No longer between items: what was pushed lock-free since the last
-	// look goes to its pwq now (and gets a worker if the pool's
-	// concurrency allows), not after fn.
-	wk.scanOff()
-	if sr := stageRec.Load(); sr != nil {
-		wk.recordStages(sr, w, pq.wq)
-	}
 	runtime.UnlockOSThread()
 	wk.inFn.Store(true)
 	r, stack, panicked := callFn(fn)
-	wk.inFn.Store(false)
 	runtime.LockOSThread()
-	wk.scanOn()
 	if panicked {
+		// The panic handler is user code and part of the item: it may
+		// block (the CM monitor then counts the worker as blocked) and
+		// queue items (which must not be pushed for this worker while it
+		// waits), so the worker is still in fn and not a scanner here.
 		pq.stats.panics.Add(1)
 		pi := PanicInfo{Workqueue: pq.wq.name, Func: w.Func(), Value: r, Stack: stack, Worker: wk.name}
 		pq.wq.reportPanic(pi)
 	}
+	wk.inFn.Store(false)
+	wk.scanOn()
 	wk.endItem(w, pq, t)
 }
 

@@ -48,6 +48,11 @@ type Workqueue struct {
 	panicHandler   func(PanicInfo)                // immutable after Alloc: WithPanicHandler, nil for the process-wide one
 	errorHandler   func(op, fn string, err error) // immutable after Alloc: WithErrorHandler, nil for the process-wide one
 
+	// Lock-free queue calls (incoming.go) and, of them, those bounced back
+	// to the locked path: per queue, not per pwq, as the pwq of a bounced
+	// push was retired, its counters already folded into retired.
+	pushed, bounced atomic.Int64
+
 	// Armed delayed items (Destroy cancels them). timerMu is a leaf lock,
 	// taken after Work.mu.
 	timerMu        sync.Mutex

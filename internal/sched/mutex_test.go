@@ -50,8 +50,8 @@ func TestMutexSleepingWaiter(t *testing.T) {
 	got := make(chan struct{})
 	go func() {
 		m.Lock()
-		close(got)
 		m.Unlock()
+		close(got) // after the Unlock: the TryLock below must find it free
 	}()
 	for m.word.Load() != mutexWaiters {
 		runtime.Gosched() // the waiter has spun out and marked the word
