@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -63,7 +62,6 @@ type pool struct {
 	// kernel's wake_cpu hint done by hand). Immutable.
 	repatriate bool
 	mayspin    bool // unbound and not RT: its workers may spin before parking (spinOK); immutable
-	narrow     bool // unbound, not RT, no repatriation: idle wake-ups go to the queuer's CPU (narrowWake); immutable
 	pod        []int
 	podSet     topology.CPUSet
 
@@ -140,13 +138,11 @@ func getPoolLocked(key poolKey, cpus []int) (*pool, bool) {
 	if p == nil {
 		p = &pool{key: key, id: r.nextID, cm: true, cpus: cpus, lastQueueCPU: -1,
 			mayspin: key.cpu < 0 && !key.class.rt()}
-		p.narrow = p.mayspin
 		p.mu.pi = key.class.rt()
 		p.mu.owner = p
 		if key.cpu < 0 && !key.strict && key.pod != key.allow {
 			if ps, err := topology.ParseList(key.pod); err == nil && !ps.IsEmpty() {
 				p.repatriate, p.pod, p.podSet = true, ps.List(), ps
-				p.narrow = false
 			}
 		}
 		r.nextID++
@@ -278,9 +274,7 @@ func (p *pool) kick() {
 		return // a spinning worker takes it, with no wake-up
 	}
 	if n := len(p.idle); n > 0 {
-		wk := p.idle[p.wakeHint()]
-		p.mu.wake = wk
-		p.narrowWake(wk)
+		p.mu.wake = p.idle[p.wakeHint()]
 		return
 	}
 	if p.createFailing {
@@ -288,38 +282,6 @@ func (p *pool) kick() {
 		return
 	}
 	p.createWorker()
-}
-
-// narrowAfter is how long a worker of an unbound pool must have been idle
-// for its wake-up to be narrowed to the queuer's CPU (narrowWake): items
-// that come faster find it spinning, or on a CPU where it just ran.
-const narrowAfter = 100 * time.Microsecond
-
-// narrowWake is a wake_cpu hint for the first worker woken in an idle,
-// non-RT unbound pool: it narrows the sleeping thread's affinity to the
-// queuer's CPU before the wake-up, so that the kernel wakes it there (a
-// same-CPU preemption, 2-4 us here) rather than on an idle CPU (an IPI,
-// and in a virtual machine a vCPU exit: 10-20 us), where its wake
-// balancing sends a thread whose previous CPU is busy; the worker widens
-// its affinity back as it takes the pool lock (loop), before the item.
-// Only when no worker of the pool runs (a second one should get another
-// CPU), after the worker idled narrowAfter (sparse items), and for a CPU
-// of the pool. Two sched_setaffinity calls per such wake-up; the queuer's
-// is made under the pool lock, where the worker's thread cannot exit. RT
-// workers preempt the queuer's CPU anyway and are left alone. The
-// kernel's own hint only keeps a kworker inside its pod; this one trades
-// the unbound item's choice of CPU for the wake-up latency of a per-CPU
-// one, on the first wake-up only. Called with mu held.
-func (p *pool) narrowWake(wk *worker) {
-	cpu := p.lastQueueCPU
-	if !p.narrow || wk.narrowed || cpu < 0 || p.nrRunning > 0 || wk.tid == 0 ||
-		nanotime()-wk.lastActive < int64(narrowAfter) || !slices.Contains(p.cpus, cpu) {
-		return
-	}
-	c := [1]int{cpu}
-	if sched.SetAffinity(wk.tid, c[:]) == nil {
-		wk.narrowed = true
-	}
 }
 
 // wakeHint picks the idle worker to wake: the most recently idle one

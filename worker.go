@@ -99,9 +99,6 @@ type worker struct {
 	// scanning: counted in pool.scanners (incoming.go). Owned by the
 	// worker's goroutine.
 	scanning bool
-	// narrowed: a waker narrowed the thread's affinity to its CPU
-	// (pool.narrowWake); the worker widens it back. Guarded by pool.mu.
-	narrowed bool
 
 	// Stage stamps (stages.go), only while a recorder is set. stWake is
 	// written by the thread that unparks the worker (atomic); stWoken and
@@ -288,10 +285,6 @@ func (wk *worker) loop() {
 			(*h)(p) // tests: a woken worker that cannot get its CPU (escape_test.go)
 		}
 		p.mu.Lock()
-		if wk.narrowed {
-			wk.narrowed = false
-			_ = sched.SetAffinity(0, p.cpus)
-		}
 	again:
 		if wk.dying {
 			wk.scanOffLocked()
