@@ -24,7 +24,7 @@ func TestLockFreeQueueAccounting(t *testing.T) {
 		nice  int
 		attrs bool
 	}{
-		{"percpu", wq.PerCPU | wq.HighPri, -20, false},
+		{"percpu", wq.PerCPU, 0, false},
 		{"unbound", wq.Unbound, 3, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
