@@ -147,9 +147,9 @@ func (dw *DelayedWork) arm(q *Workqueue, cpu int, d time.Duration) bool {
 	if q.timersClosed {
 		q.timerMu.Unlock()
 		dw.mu.Unlock()
-		q.reportDestroyed(&dw.Work)
 		dw.markCancelled()
 		dw.release()
+		q.reportDestroyed(&dw.Work)
 		return false
 	}
 	dw.wq.Store(q)

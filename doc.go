@@ -60,7 +60,9 @@
 //     runtime.UnlockOSThread in a work function cannot release them; a
 //     worker whose goroutine was moved off its thread anyway is retired and
 //     the thread reset to the process's attributes, reported as
-//     ErrWorkerExit).
+//     ErrWorkerExit). The reset comes when the work function returns: a
+//     function that unlocks the thread all 64 levels and then blocks in Go
+//     lets ordinary goroutines run on its RT thread until it returns.
 //   - Every wait returns: no call on an item waits for a thread that waits
 //     for the caller. While CancelSync or DisableSync waits for a running
 //     instance it holds the item: Queue returns false, ModDelayed returns

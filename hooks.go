@@ -77,14 +77,17 @@ func SetErrorHandler(h func(op, fn string, err error)) { handlers.SetError(h) }
 func reportError(op, fn string, err error) { (*Workqueue)(nil).reportError(op, fn, err) }
 
 // reportError calls q's error handler, or the process-wide one when q has
-// none (or q is nil), on the calling goroutine.
+// none (or q is nil), on the calling goroutine. A panic in the handler is
+// recovered and logged, as the tracer's and the panic handler's are; a
+// runtime.Goexit ends the caller's goroutine, so callers report only once
+// their state is consistent (an item they owned is released).
 func (q *Workqueue) reportError(op, fn string, err error) {
 	var local func(op, fn string, err error)
 	if q != nil {
 		local = q.errorHandler
 	}
 	if h := handlers.Error(local); h != nil {
-		h(op, fn, err)
+		callSafe("error handler", func() { h(op, fn, err) })
 		return
 	}
 	slog.Warn("workqueue: "+op+" failed", "function", fn, "err", err)
@@ -98,8 +101,11 @@ func (q *Workqueue) reportError(op, fn string, err error) {
 // flush work (it would deadlock); Stats is safe from any event. A panic in
 // t is recovered and logged; runtime.Goexit in t leaves every item in a
 // consistent state (an item being queued stays idle). With no tracer the cost on the queue
-// path is one atomic load and a well-predicted branch. Safe from any
-// goroutine.
+// path is one atomic load and a well-predicted branch. While a tracer is
+// set, queue calls always take the pool lock (the lock-free path of
+// docs/design.md, "The wake path" 6, is off, and Stats().Pushed stays
+// still), so that activate_work is delivered by the queuer: tracing
+// changes the path it traces. Safe from any goroutine.
 func SetTracer(t wqtrace.Tracer) {
 	if t == nil {
 		tracer.Store(nil)

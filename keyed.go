@@ -130,7 +130,7 @@ func (q *Workqueue) QueueKeyedString(key string, w *Work) bool {
 // for a map lookup). Safe from any goroutine.
 func (q *Workqueue) QueueKeyed(key uint64, w *Work) bool {
 	const op = "queue_work_keyed"
-	if w.fn == nil {
+	if w == nil || w.fn == nil {
 		q.reportError(op, "", ErrNoFunc)
 		return false
 	}
@@ -172,9 +172,11 @@ func (q *Workqueue) QueueKeyed(key uint64, w *Work) bool {
 			w.keyedDone(d, false)
 			continue
 		}
-		q.reportError(op, w.Func(), fmt.Errorf("%w: %s: key %#x: the item has a keyed instance in flight under another key", ErrKeyConflict, q.name, key))
+		// Released before the error handler runs: a handler that panics
+		// or calls runtime.Goexit must not leave w pending.
 		w.markCancelled()
 		w.release()
+		q.reportError(op, w.Func(), fmt.Errorf("%w: %s: key %#x: the item has a keyed instance in flight under another key", ErrKeyConflict, q.name, key))
 		return false
 	}
 	q.keyedN.Add(1)

@@ -64,11 +64,15 @@ var stageRec atomic.Pointer[stageRecorder]
 // SetStageRecorder sets fn to receive the stage timestamps (Stages) of
 // every work item started by a pool worker from now on; nil stops the
 // recording. fn is called on the worker's thread just before the work
-// function, with the worker's pool lock not held; it must not block (the
-// item, and every item behind it on that worker, waits for it), and must
-// not keep the pointer, which the worker reuses for its next item: copy
-// what it needs. A panic in fn is recovered and logged. Items run by a
-// rescuer or an escaper report 0 for the wake-up's stages.
+// function, with the worker's pool lock not held; it must not block: the
+// item, every item behind it on that worker's pool (of any queue sharing
+// the pool), and a Destroy waiting for them, wait for it; and waiting in
+// fn for work of that pool deadlocks (s.Work.Flush, a Flush of its queue:
+// the item has not started yet, so no ErrDeadlock is detected). It must not
+// keep the pointer, which the worker reuses for its next item: copy
+// what it needs. A panic in fn is recovered and logged; a runtime.Goexit
+// replaces the worker and leaves the item pending for the next one. Items
+// run by a rescuer or an escaper report 0 for the wake-up's stages.
 //
 // Cost: with no recorder, one atomic load at each stage point (Queue, the
 // wake-up, the worker's park, the item start) and no system call. With a
@@ -146,8 +150,11 @@ func (wk *worker) recordStages(r *stageRecorder, w *Work, q *Workqueue) {
 		s.QueueNs, s.LockedNs = 0, 0 // queued before this recorder, or not through Queue
 	}
 	// A wake-up counts for this item only if the worker came back from
-	// futex_wait after the item was queued; else it was awake for it.
-	if s.WokenNs < r.since || s.WokenNs < s.QueueNs || s.HavePNs < s.WokenNs {
+	// futex_wait after the item was linked (the queuer held the pool lock,
+	// or pushed it); else it was awake for it. (Back between queue entry
+	// and the lock, it woke for something else: the stages went backwards
+	// before this compared with LockedNs.)
+	if s.WokenNs < r.since || s.WokenNs < max(s.QueueNs, s.LockedNs) || s.HavePNs < s.WokenNs {
 		s.WakeNs, s.WokenNs, s.HavePNs = 0, 0, 0
 	}
 	if s.WakeNs != 0 && (s.WakeNs < max(s.LockedNs, r.since) || s.WakeNs > s.WokenNs) {

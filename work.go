@@ -124,6 +124,9 @@ func NewWork(fn func()) *Work {
 // Func returns the item's function name as the kernel's %ps would print
 // it (e.g. "main.handle"), "" when not initialised.
 func (w *Work) Func() string {
+	if w == nil {
+		return ""
+	}
 	if p := w.name.Load(); p != nil {
 		return *p
 	}
@@ -520,8 +523,11 @@ func (w *Work) cancelSync(op string, disable bool) bool {
 			if disable {
 				w.incDisable()
 			}
-			w.waitRunning(op)
+			dl := w.waitRunning()
 			w.unhold()
+			if dl {
+				reportError(op, w.Func(), ErrDeadlock) // after unhold: the handler may Goexit
+			}
 			return false
 		case grabSelf:
 			if disable {
@@ -535,31 +541,35 @@ func (w *Work) cancelSync(op string, disable bool) bool {
 		}
 		w.markCancelled()
 		w.hold()
-		w.waitRunning(op)
+		dl := w.waitRunning()
 		w.unhold()
+		if dl {
+			reportError(op, w.Func(), ErrDeadlock) // after unhold: the handler may Goexit
+		}
 		return r == grabPending
 	}
 }
 
 // waitRunning waits until no instance of the item runs; from inside the
-// item itself it reports ErrDeadlock instead. Called while holding the
+// item itself it returns true at once instead (the caller reports
+// ErrDeadlock once it no longer holds the item). Called while holding the
 // item, so no new instance can start.
-func (w *Work) waitRunning(op string) {
+func (w *Work) waitRunning() (deadlock bool) {
 	w.mu.Lock()
 	if w.running == 0 {
 		w.mu.Unlock()
-		return
+		return false
 	}
 	if w.selfRunning() {
 		w.mu.Unlock()
-		reportError(op, w.Func(), ErrDeadlock)
-		return
+		return true
 	}
 	ch := w.waiterLocked(w.runSeq)
 	w.mu.Unlock()
 	if ch != nil {
 		<-ch
 	}
+	return false
 }
 
 // Disable increments the item's disable count and cancels it like Cancel.

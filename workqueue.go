@@ -110,7 +110,9 @@ type queueAttrs struct {
 // value outside [1, 2048] is clamped with a slog warning. No thread is
 // created before the first item is queued. Errors: ErrInvalidFlags for
 // contradictory flags (PerCPU|Unbound, HighPri|RT), ErrPermission when the
-// process may not use the RT class (see AllowRTFallback). Mirrors
+// process may not use the RT class (SCHED_FIFO) or the high-priority one
+// (nice -20: CAP_SYS_NICE or RLIMIT_NICE), with the cause and the fix in
+// its text (see AllowRTFallback). A nil Option is ignored. Mirrors
 // alloc_workqueue().
 func Alloc(name string, flags Flags, maxActive int, opts ...Option) (*Workqueue, error) {
 	return alloc(name, flags, maxActive, opts)
@@ -145,7 +147,9 @@ func alloc(name string, flags Flags, maxActive int, opts []Option) (*Workqueue, 
 	}
 	var o options
 	for _, opt := range opts {
-		opt(&o)
+		if opt != nil { // a nil Option is no option
+			opt(&o)
+		}
 	}
 	if flags&PowerEfficient != 0 && powerEfficient.Load() && flags&PerCPU == 0 {
 		flags |= Unbound
@@ -495,6 +499,9 @@ func (q *Workqueue) Queue(w *Work) bool {
 // unbound queue in that CPU's pod. Returns as Queue; a cpu that does not
 // exist returns false and reports ErrInvalidCPU. Mirrors queue_work_on().
 func (q *Workqueue) QueueOn(cpu int, w *Work) bool {
+	if w == nil {
+		return q.queueOn(cpu, w) // reports ErrNoFunc
+	}
 	if q.destroyed.Load() {
 		q.reportDestroyed(w)
 		return false
@@ -524,7 +531,7 @@ func (q *Workqueue) QueueNode(node int, w *Work) bool {
 }
 
 func (q *Workqueue) queueOn(cpu int, w *Work) bool {
-	if w.fn == nil {
+	if w == nil || w.fn == nil {
 		q.reportError("queue_work_on", "", ErrNoFunc)
 		return false
 	}
@@ -554,19 +561,21 @@ func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, fromTimer bool) bool {
 		w.stampQueue()
 	}
 	if q.destroyed.Load() {
-		q.reportDestroyed(w)
 		w.markCancelled()
 		w.release()
+		q.reportDestroyed(w)
 		return false
 	}
 	if q.draining.Load() != 0 && !fromTimer && !q.isChained() {
+		// Released before the error handler runs: a handler that panics
+		// or calls runtime.Goexit must not leave w pending.
+		w.markCancelled()
+		w.release()
 		if q.destroyed.Load() {
 			q.reportDestroyed(w)
 		} else {
 			q.reportDraining("queue_work_on", w)
 		}
-		w.markCancelled()
-		w.release()
 		return false
 	}
 	traced := false
@@ -574,9 +583,9 @@ func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, fromTimer bool) bool {
 		pq, cpu := q.pickPwq(reqCPU, w)
 		if pq == nil {
 			// Destroy finished after the checks above.
-			q.reportDestroyed(w)
 			w.markCancelled()
 			w.release()
+			q.reportDestroyed(w)
 			return false
 		}
 		if tr := tracer.Load(); tr != nil && !traced {
@@ -609,9 +618,9 @@ func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, fromTimer bool) bool {
 			// current table has a live pwq), or marked by Destroy.
 			p.mu.Unlock()
 			if q.destroyed.Load() {
-				q.reportDestroyed(w)
 				w.markCancelled()
 				w.release()
+				q.reportDestroyed(w)
 				return false
 			}
 			runtime.Gosched()
@@ -706,6 +715,9 @@ func (q *Workqueue) QueueDelayed(dw *DelayedWork, d time.Duration) bool {
 // QueueDelayedOn is QueueDelayed on CPU cpu. Mirrors
 // queue_delayed_work_on().
 func (q *Workqueue) QueueDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bool {
+	if dw == nil {
+		return q.queueDelayedOn(cpu, dw, d) // reports ErrNoFunc
+	}
 	if q.destroyed.Load() {
 		q.reportDestroyed(&dw.Work)
 		return false
@@ -718,7 +730,7 @@ func (q *Workqueue) QueueDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bo
 }
 
 func (q *Workqueue) queueDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bool {
-	if dw.fn == nil || !dw.timer.Ready() {
+	if dw == nil || dw.fn == nil || !dw.timer.Ready() {
 		q.reportError("queue_delayed_work_on", "", ErrNoFunc)
 		return false
 	}
@@ -745,6 +757,9 @@ func (q *Workqueue) ModDelayed(dw *DelayedWork, d time.Duration) bool {
 
 // ModDelayedOn is ModDelayed on CPU cpu. Mirrors mod_delayed_work_on().
 func (q *Workqueue) ModDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bool {
+	if dw == nil {
+		return q.modDelayedOn(cpu, dw, d) // reports ErrNoFunc
+	}
 	if q.destroyed.Load() {
 		q.reportDestroyed(&dw.Work)
 		return false
@@ -757,7 +772,7 @@ func (q *Workqueue) ModDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bool
 }
 
 func (q *Workqueue) modDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bool {
-	if dw.fn == nil || !dw.timer.Ready() {
+	if dw == nil || dw.fn == nil || !dw.timer.Ready() {
 		q.reportError("mod_delayed_work_on", "", ErrNoFunc)
 		return false
 	}

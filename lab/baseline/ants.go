@@ -81,5 +81,7 @@ func (a *Ants) Close() {
 }
 
 // Panics returns the number of submitted functions that panicked (and were
-// recovered by ants).
+// recovered by ants). ants counts a worker as done before it calls its
+// panic handler, so the count of the last panics may trail Close by a few
+// instructions of that worker.
 func (a *Ants) Panics() uint64 { return a.panics.Load() }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -226,6 +227,12 @@ func TestPanickingItemsDoNotStallTheExecutor(t *testing.T) {
 		e.Close()
 		if got := ran.Load(); got != good {
 			t.Fatalf("%d of %d good items ran", got, good)
+		}
+		// ants lowers its running count before it calls its PanicHandler
+		// (ants v2.12.1 worker.go), so Close can return just before the
+		// last panic is counted: wait for it, not for a time.
+		for deadline := time.Now().Add(30 * time.Second); e.Panics() < bad && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
 		}
 		if got := e.Panics(); got != bad {
 			t.Fatalf("Panics = %d, want %d", got, bad)
