@@ -1,13 +1,7 @@
 package wq
 
 import (
-	"runtime"
 	"testing"
-	"time"
-
-	"golang.org/x/sys/unix"
-
-	"github.com/gowq/wq/internal/sched"
 )
 
 // TestCMIgnoresSleepOutsideFn: the CM monitor counts a worker whose thread
@@ -20,38 +14,8 @@ import (
 func TestCMIgnoresSleepOutsideFn(t *testing.T) {
 	// A thread asleep in futex_wait on a held lock, standing for the
 	// worker's thread.
-	var lock sched.Mutex
-	lock.Lock()
-	tidc := make(chan int)
-	done := make(chan struct{})
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		tidc <- unix.Gettid()
-		lock.Lock()
-		lock.Unlock()
-		close(done)
-	}()
-	tid := <-tidc
-	sr, err := sched.OpenStat(tid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sr.Close()
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		st, err := sr.State()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sched.Sleeping(st) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the thread never went to sleep on the lock (state %c)", st)
-		}
-		time.Sleep(time.Millisecond)
-	}
-	defer func() { lock.Unlock(); <-done }()
+	tid, release := sleepingThread(t)
+	defer release()
 
 	for _, inFn := range []bool{false, true} {
 		p := &pool{key: poolKey{cpu: -1}, cm: true, cpus: []int{0, 1}}

@@ -5,6 +5,28 @@ import (
 	"time"
 )
 
+// pendedItem returns a new item whose PENDING the caller owns, and the
+// channel its function signals when it runs.
+func pendedItem(t *testing.T) (*Work, chan struct{}) {
+	t.Helper()
+	ran := make(chan struct{}, 1)
+	w := NewWork(func() { ran <- struct{}{} })
+	if !w.tryPend() {
+		t.Fatal("tryPend failed on a new item")
+	}
+	return w, ran
+}
+
+// waitRan fails the test with msg unless ran is signalled within 30 s.
+func waitRan(t *testing.T, ran chan struct{}, msg string) {
+	t.Helper()
+	select {
+	case <-ran:
+	case <-time.After(30 * time.Second):
+		t.Fatal(msg)
+	}
+}
+
 // fakeScanner makes p look as if a worker were between items, so that
 // queue calls push (tryPush); the returned func undoes it and drains.
 func fakeScanner(p *pool) func() {
@@ -32,11 +54,7 @@ func TestPushBouncedByDeadPwq(t *testing.T) {
 	p.mu.Lock()
 	pq.setDead(true)
 	p.mu.Unlock()
-	ran := make(chan struct{}, 1)
-	w := NewWork(func() { ran <- struct{}{} })
-	if !w.tryPend() {
-		t.Fatal("tryPend failed on a new item")
-	}
+	w, ran := pendedItem(t)
 	if q.tryPush(cpuUnbound, pq, w) {
 		t.Fatal("tryPush reported the item queued on a dead pwq")
 	}
@@ -55,11 +73,7 @@ func TestPushBouncedByDeadPwq(t *testing.T) {
 	if !q.queuePended(cpuUnbound, w) {
 		t.Fatal("locked queue of the bounced item failed")
 	}
-	select {
-	case <-ran:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the bounced item never ran")
-	}
+	waitRan(t, ran, "the bounced item never ran")
 }
 
 // TestMarkDeadSeesPush: markPwqDead refuses to retire a pwq for which an
@@ -75,11 +89,7 @@ func TestMarkDeadSeesPush(t *testing.T) {
 	pq := q.table.Load().dfl
 	p := pq.pool
 	undo := fakeScanner(p)
-	ran := make(chan struct{}, 1)
-	w := NewWork(func() { ran <- struct{}{} })
-	if !w.tryPend() {
-		t.Fatal("tryPend failed on a new item")
-	}
+	w, ran := pendedItem(t)
 	if !q.tryPush(cpuUnbound, pq, w) {
 		t.Fatal("tryPush did not push with a scanner present")
 	}
@@ -103,9 +113,5 @@ func TestMarkDeadSeesPush(t *testing.T) {
 		t.Fatal("the pushed item was not linked to its pwq")
 	}
 	undo()
-	select {
-	case <-ran:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the pushed item never ran")
-	}
+	waitRan(t, ran, "the pushed item never ran")
 }

@@ -31,11 +31,7 @@ func TestReview4BouncedPushCounted(t *testing.T) {
 	if !dead {
 		t.Fatal("the attribute change did not retire the old pwq")
 	}
-	ran := make(chan struct{}, 1)
-	w := NewWork(func() { ran <- struct{}{} })
-	if !w.tryPend() {
-		t.Fatal("tryPend failed on a new item")
-	}
+	w, ran := pendedItem(t)
 	if q.tryPush(cpuUnbound, old, w) {
 		t.Fatal("tryPush reported the item queued on a retired pwq")
 	}
@@ -43,11 +39,7 @@ func TestReview4BouncedPushCounted(t *testing.T) {
 	if !q.queuePended(cpuUnbound, w) {
 		t.Fatal("locked queue of the bounced item failed")
 	}
-	select {
-	case <-ran:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the bounced item never ran")
-	}
+	waitRan(t, ran, "the bounced item never ran")
 	if st := q.Stats(); st.Bounced != 1 || st.Pushed < 1 {
 		t.Errorf("Stats: Pushed %d, Bounced %d; want Bounced 1 and Pushed >= 1", st.Pushed, st.Bounced)
 	}
