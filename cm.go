@@ -1,7 +1,6 @@
 package wq
 
 import (
-	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -72,31 +71,24 @@ func cmNotifyBusy() {
 	}
 }
 
-// raiseMonitor gives the monitor's thread the highest class the process may
-// use (SCHED_FIFO at the RT priority, else nice -20). The monitor takes
-// pool locks; an ordinary thread preempted by CPU hogs while holding one
-// would hold up every worker of that pool, RT ones included (priority
-// inversion). Its critical sections are a few hundred ns, so running it at
-// RT costs nothing measurable. The thread is locked and dies with the
+// raiseMonitor gives the monitor's thread nice -20 where the process may
+// (SCHED_OTHER: it competes with CPU hogs at their best, and is never
+// starved by them). It used to run SCHED_FIFO, so that an ordinary thread
+// preempted while holding a pool lock could not hold up RT workers; RT
+// pools' locks now have priority inheritance (sched.PIMutex), which boosts
+// the monitor only while an RT worker waits for it. At SCHED_FIFO its
+// sampling, with hundreds of blocked workers to read, kept ordinary
+// threads of the process off a CPU, and per-CPU bursts of blocking items
+// stalled for about a second in half of the lab's blocking runs (0 of 6
+// runs at nice -20; docs/results.md, "Third session"). The cost: under
+// nice -20 hogs on every CPU the monitor's reaction to a blocked RT worker
+// can wait for a hog's time slice. The thread is locked and dies with the
 // monitor.
 func raiseMonitor() {
 	_ = sched.SetName("gowq/cm")
 	// Short exact sleeps while polling fast (cmFastPoll): without this a
 	// SCHED_OTHER thread's sleeps are stretched by the default 50 us slack.
 	_ = sched.SetTimerSlack(1)
-	prio := int(rtPriority.Load())
-	fifo := sched.Attr{Policy: sched.PolicyFIFO, Priority: prio}
-	if sched.CheckRT(prio) == nil {
-		err := sched.SetAttr(0, fifo)
-		if err == nil {
-			return
-		}
-		// The process looked allowed but the kernel refused (a cgroup
-		// without RT budget, seccomp...): say so, once per monitor start,
-		// rather than run silently below the RT workers it serves.
-		slog.Warn("workqueue: the concurrency-management monitor cannot run SCHED_FIFO; it runs below RT workers and may be starved by CPU hogs",
-			"err", err, "cause", sched.Explain(fifo))
-	}
 	if sched.CheckNice(-20) == nil {
 		_ = sched.SetAttr(0, sched.Attr{Policy: sched.PolicyNormal, Nice: -20})
 	}
