@@ -518,14 +518,6 @@ func (wk *worker) runItem(w *Work, fn func(), pq *pwq) {
 	if t != nil {
 		emit(t, &wqtrace.Event{Kind: wqtrace.ExecuteStart, TimeNs: nanotime(), CPU: sched.GetCPU(), TID: int(wk.self.Load()), Comm: wk.name, Work: w.addr(), Function: w.Func(), Workqueue: pq.wq.name}, nil)
 	}
-	if p := wk.curPool.Load(); p.repatriate {
-		// Start inside the pod: if the scheduler left the worker outside
-		// it, move it in (narrowing migrates it at once) and let it go again.
-		if !p.podSet.Has(sched.GetCPU()) && sched.SetAffinity(0, p.pod) == nil {
-			_ = sched.SetAffinity(0, wk.allow)
-			pq.stats.repatriated.Add(1)
-		}
-	}
 	// No longer between items: what was pushed lock-free since the last
 	// look goes to its pwq now (and gets a worker if the pool's
 	// concurrency allows), not after fn.
@@ -539,6 +531,17 @@ func (wk *worker) runItem(w *Work, fn func(), pq *pwq) {
 	wk.runSeq = w.startRun()
 	wk.starting = nil
 	wk.stage = stageRunning
+	if p := wk.curPool.Load(); p.repatriate {
+		// Start inside the pod: if the scheduler left the worker outside
+		// it, move it in (narrowing migrates it at once) and let it go
+		// again. Last before fn: anything between the widening and fn
+		// (a lock, a callback) is a chance for the scheduler to move it
+		// out again.
+		if !p.podSet.Has(sched.GetCPU()) && sched.SetAffinity(0, p.pod) == nil {
+			_ = sched.SetAffinity(0, wk.allow)
+			pq.stats.repatriated.Add(1)
+		}
+	}
 	// One lock level is dropped while fn runs and taken again after it:
 	// whatever fn does to the nesting count (runtime.UnlockOSThread any
 	// number of times), the goroutine is locked to the thread it is on
