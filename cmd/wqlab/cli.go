@@ -125,7 +125,7 @@ RT; per-CPU and unbound) against the usual Go executors (go statement, channel
 pool, ants/v2, pond/v2) under the same CPU load, interleaved in short slices so
 that drift in the machine's load affects every row alike; and a throughput
 table (idle wake-up, empty items/s, allocations and CPU per item, against
-ants/v2) on an idle machine.
+ants/v2) with no antagonist (the table says whether the machine was idle).
 
 With no subcommand it runs the default suite (about 2 minutes; --quick: 15 s).
 Latency is queue->start: from just before the queue call to the first
@@ -189,6 +189,7 @@ func runSuite(ctx context.Context, f *runFlags, stdout, stderr io.Writer) error 
 	m := scenario.DetectMachine()
 	fmt.Fprint(both, header(m, o))
 	o.Log = stderr
+	defer installWarnings(stderr)()
 	ui := newProgressUI(stderr, !f.noProgress && isTerminal(stderr))
 	o.Progress = func(p scenario.Progress) {
 		ui.update(p)
@@ -244,7 +245,7 @@ func header(m scenario.Machine, o scenario.Options) string {
 		fifo = "NO (RT rows will be skipped)"
 	}
 	if !pr.Nice20 {
-		nice = "NO (highpri rows will be skipped; hog at nice 0)"
+		nice = "NO (highpri rows will be skipped; the hogs keep the inherited nice)"
 	}
 	fmt.Fprintf(&b, "privileges: uid %d; SCHED_FIFO %s; nice -20 %s\n", pr.EUID, fifo, nice)
 	d := o.Duration
@@ -264,7 +265,7 @@ func header(m scenario.Machine, o scenario.Options) string {
 	}
 	fmt.Fprintf(&b, "run: scenarios %s; %v of measurement each, configurations interleaved; antagonist %s\n", sc, d, ant)
 	if strings.Contains(","+sc+",", ","+scenario.Throughput+",") {
-		b.WriteString("(throughput is count-based, on an idle machine: --duration and --antagonist do not apply to it)\n")
+		b.WriteString("(throughput is count-based and runs with no antagonist: --duration and --antagonist do not apply to it)\n")
 	}
 	return b.String()
 }

@@ -8,8 +8,8 @@
 // submitter, delayed work under a pinned hog), each measuring every
 // gowq class (normal, highpri, RT; per-CPU and unbound) and the usual Go
 // executors (a go statement, a channel pool, ants, pond) under the same
-// CPU load, interleaved in short slices, plus a throughput table on an
-// idle machine (`wqlab --scenario throughput`). It prints one table per
+// CPU load, interleaved in short slices, plus a throughput table with
+// no antagonist (`wqlab --scenario throughput`). It prints one table per
 // scenario with a verdict line, and writes wqlab-results/ with
 // index.html (the report to open in a browser: every table, the
 // verdicts, the machine facts and the CDF plots in one self-contained

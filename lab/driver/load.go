@@ -10,6 +10,7 @@ import (
 
 	"github.com/gowq/wq"
 	"github.com/gowq/wq/lab/antagonist"
+	"github.com/gowq/wq/lab/threadattr"
 )
 
 // LoadKind names a CPU load a measurement asks for.
@@ -24,9 +25,9 @@ const (
 	// Loads.Fio is set and fio is installed.
 	LoadBurners LoadKind = "burners"
 	// LoadHog is seed 004's antagonist: HogProcs hogs pinned to
-	// Loads.HogCPU at nice -20 (nice 0 when not permitted, with a note).
+	// Loads.HogCPU at nice -20 (the inherited nice when not permitted, with a note).
 	LoadHog LoadKind = "hog"
-	// LoadHogs is one hog pinned to each online CPU at nice -20 (nice 0
+	// LoadHogs is one hog pinned to each online CPU at nice -20 (inherited nice
 	// when not permitted, with a note): `wqlab wake --load hogs`.
 	LoadHogs LoadKind = "hogs"
 )
@@ -61,7 +62,7 @@ type Loads struct {
 	Fio bool
 	// HogCPU is the CPU LoadHog pins its hogs to.
 	HogCPU int
-	// NoNice20 runs the hogs at nice 0 (with a note) without trying
+	// NoNice20 runs the hogs at the inherited nice (with a note) without trying
 	// nice -20: the caller knows it is not permitted.
 	NoNice20 bool
 	// Logf receives one-line notes about fallbacks; nil discards them.
@@ -88,8 +89,38 @@ func (m *Loads) Name() string { return m.name }
 // Note is a fallback the load took ("hog at nice 0: ..."), or "".
 func (m *Loads) Note() string { return m.note }
 
-// HogNice is the nice value the hogs of LoadHog and LoadHogs run at.
+// HogNice is the nice value the hogs of LoadHog and LoadHogs run at, as
+// read back from their threads when the load started (the nice asked for
+// when it could not be read back).
 func (m *Loads) HogNice() int { return m.nice }
+
+// readBack returns the scheduling classes of the running load's threads
+// (/proc/<pid>/task/*/stat), e.g. "nice 19", and sets m.nice to the read
+// nice when every thread has the same one. When nothing can be read it
+// returns the nice asked for, marked as not read back.
+func (m *Loads) readBack() string {
+	var all []threadattr.Attr
+	for _, g := range m.groups {
+		for _, pid := range g.Pids() {
+			as, err := threadattr.Process(pid)
+			if err != nil {
+				continue
+			}
+			for _, a := range as {
+				if !slices.Contains(all, a) {
+					all = append(all, a)
+				}
+			}
+		}
+	}
+	if len(all) == 0 {
+		return fmt.Sprintf("nice %d (asked for; not read back)", m.nice)
+	}
+	if len(all) == 1 && !all[0].RT() {
+		m.nice = all[0].Nice
+	}
+	return threadattr.Join(all)
+}
 
 // Ensure makes the load of kind run, stopping a different one first. It
 // never fails: when no load can be started it says so in Note and the
@@ -128,7 +159,8 @@ func (m *Loads) Ensure(kind LoadKind, settle time.Duration) {
 			m.logf("load: %s", m.note)
 			return
 		}
-		m.groups, m.name = []*antagonist.Group{g}, g.Name()
+		m.groups = []*antagonist.Group{g}
+		m.name = g.Name() + ", " + m.readBack()
 	case LoadHog, LoadHogs:
 		cpus := []int{m.HogCPU}
 		procs := HogProcs
@@ -141,10 +173,14 @@ func (m *Loads) Ensure(kind LoadKind, settle time.Duration) {
 			m.logf("load: %s", m.note)
 			return
 		}
+		// The name gives the class read back from the hogs' threads, not
+		// the one asked for: a hog asked for nice 0 keeps the inherited
+		// nice of a niced lab.
+		class := m.readBack()
 		if kind == LoadHog {
-			m.name = fmt.Sprintf("%d hogs pinned to cpu%d at nice %d", procs, m.HogCPU, m.nice)
+			m.name = fmt.Sprintf("%d hogs pinned to cpu%d at %s", procs, m.HogCPU, class)
 		} else {
-			m.name = fmt.Sprintf("one hog pinned to each of %d CPUs at nice %d", len(cpus), m.nice)
+			m.name = fmt.Sprintf("one hog pinned to each of %d CPUs at %s", len(cpus), class)
 		}
 		if m.note != "" {
 			m.logf("load: %s", m.note)
@@ -165,7 +201,7 @@ func (m *Loads) startHogs(cpus []int, procs int) error {
 	m.nice = -20
 	if m.NoNice20 {
 		m.nice = 0
-		m.note = "hog at nice 0: nice -20 not permitted"
+		m.note = "hog not at nice -20 (not permitted): it keeps the inherited nice"
 	}
 	for _, c := range cpus {
 		g, err := antagonist.Hog(antagonist.HogSpec{CPU: c, Procs: procs, Nice: m.nice})
@@ -177,7 +213,7 @@ func (m *Loads) startHogs(cpus []int, procs int) error {
 			m.NoNice20 = true
 			m.nice = 0
 			err2 := m.startHogs(cpus, procs)
-			m.note = fmt.Sprintf("hog at nice 0: %v", err)
+			m.note = fmt.Sprintf("hog not at nice -20 (%v): it keeps the inherited nice", err)
 			return err2
 		}
 		if err != nil {

@@ -23,7 +23,7 @@
 //     pinned to that CPU queues a 1 ms delayed item and waits for it.
 //     Latency is start - queue - 1 ms. Per-CPU queues run the item on the
 //     hogged CPU; unbound queues may run it anywhere.
-//   - throughput (issue 9, no seed): on an idle machine, one producer
+//   - throughput (issue 9, no seed): with no antagonist, one producer
 //     goroutine; idle queue->start with one item every 200 us, then empty
 //     items back to back through a ring of 64 work items: items/s, as a
 //     multiple of ants/v2's in the same run, allocations per item

@@ -9,7 +9,7 @@ import (
 const (
 	loadBurners = driver.LoadBurners // the cpuio burners (or fio, or none, per Options.Antagonist)
 	loadHog     = driver.LoadHog     // seed 004's pinned hog
-	loadNone    = driver.LoadNone    // an idle machine (throughput)
+	loadNone    = driver.LoadNone    // no antagonist (throughput)
 )
 
 // newLoads returns the load manager of a run.

@@ -129,6 +129,13 @@ type Row struct {
 	Flags      string `json:"flags,omitempty"` // workqueue flags, e.g. "PERCPU|RT"
 	Skipped    bool   `json:"skipped,omitempty"`
 	SkipReason string `json:"skip_reason,omitempty"`
+	// RanAt is the scheduling class the row's work functions ran at, read
+	// back (/proc/<pid>/task/<tid>/stat) from the threads that ran probe
+	// items before and after the measurement, e.g. "nice 0", "nice -20",
+	// "FIFO 1"; several, comma-separated, when they differed; "" when it
+	// could not be read. It is what ran, not what was asked for: under
+	// `nice -n 19` without privilege the normal rows run at nice 19.
+	RanAt string `json:"ran_at,omitempty"`
 	// Items is the number of work items measured.
 	Items int64 `json:"items"`
 	// QueueToStart is the scheduling latency: from just before the
@@ -206,6 +213,20 @@ type Verdict struct {
 	BestRT  string `json:"best_rt"`         // ID of the best RT row
 	Loser   string `json:"loser,omitempty"` // ID of the best opponent, or the first one RT did not beat
 	Text    string `json:"text"`            // the line printed under the table
+	// Ratio is the whole run's margin: the best opponent's metric over
+	// the best RT row's (the other way round for a higher-is-better
+	// metric), so above 1 means RT is better. RoundRatios is the same
+	// ratio in each interleaving round, with the best opponent of that
+	// round; RatioMin and RatioMax are their range. A verdict is decided
+	// only when every round agrees with the whole run (the margin clears
+	// the spread); otherwise Decided is false and Text says "not
+	// decided". The throughput scenario gives its spread per row in Text.
+	Ratio       float64   `json:"ratio,omitempty"`
+	RoundRatios []float64 `json:"round_ratios,omitempty"`
+	RatioMin    float64   `json:"ratio_min,omitempty"`
+	RatioMax    float64   `json:"ratio_max,omitempty"`
+	// Indicative is set for a --quick run: too few rounds to trust.
+	Indicative bool `json:"indicative,omitempty"`
 }
 
 func latencyOf(s *stats.Samples) Latency {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gowq/wq/lab/driver"
 	"github.com/gowq/wq/lab/stats"
+	"github.com/gowq/wq/lab/threadattr"
 )
 
 // Run runs the selected scenarios one after the other and returns their
@@ -118,7 +119,7 @@ func logPrivileges(pr Privileges, p *plan, logf func(string, ...any)) {
 	}
 	if !pr.Nice20 {
 		logf("  nice -20: %s", pr.Nice20Note)
-		logf("  -> the highpri rows will be skipped and seed 004's hog runs at nice 0")
+		logf("  -> the highpri rows will be skipped and the delayed scenario's hogs keep the inherited nice (the tables give what every thread ran at)")
 	}
 }
 
@@ -197,8 +198,12 @@ func runScenario(ctx context.Context, o Options, p *plan, def *scenarioDef, w wo
 	total := rounds * len(live)
 	progress(o, Progress{Scenario: def.name, Phase: PhaseMeasure, Total: total})
 
+	// What each row runs at is read back from its threads before and
+	// after the measurement, outside the measured slices.
+	seen := map[*rowRun][]threadattr.Attr{}
 	for _, r := range live {
 		w.slice(ctx, r, warmup, newRecord())
+		seen[r] = readBack(r, nil)
 	}
 	probe := lm.Probe()
 	var kern *kernelRec
@@ -207,14 +212,23 @@ func runScenario(ctx context.Context, o Options, p *plan, def *scenarioDef, w wo
 	}
 	done := 0
 	t0 := time.Now()
+	// Each slice goes to a record of its own first, so that the verdict
+	// gets the spread of its metric across rounds (applyMargin).
+	perRound := roundFigures{}
 	driver.Interleave(ctx, len(live), rounds, func(i, _ int) bool {
-		w.slice(ctx, live[i], slice, live[i].rec)
+		rr := newRecord()
+		w.slice(ctx, live[i], slice, rr)
+		live[i].rec.merge(rr)
+		perRound.add(def, live[i], rr)
 		done++
 		progress(o, Progress{Scenario: def.name, Phase: PhaseMeasure, Done: done, Total: total})
 		return true
 	})
 	if def.rounds != nil {
 		sr.DurationNs = int64(time.Since(t0))
+	}
+	for _, r := range live {
+		seen[r] = readBack(r, seen[r])
 	}
 	var kernRows []Row
 	var kernNotes []string
@@ -230,6 +244,7 @@ func runScenario(ctx context.Context, o Options, p *plan, def *scenarioDef, w wo
 
 	for _, r := range rows {
 		sr.Rows = append(sr.Rows, rowResult(def, r, ctx.Err() != nil))
+		sr.Rows[len(sr.Rows)-1].RanAt = ranAt(seen[r])
 		if def.name == Verity && r.rec.clat.Len() > 0 {
 			if sr.clat == nil {
 				sr.clat = map[string]*stats.Samples{}
@@ -245,8 +260,15 @@ func runScenario(ctx context.Context, o Options, p *plan, def *scenarioDef, w wo
 	}
 	if def.verdictFn != nil {
 		sr.Verdict = def.verdictFn(&sr)
+		if def.name == Throughput {
+			applyThroughputMargin(&sr, perRound)
+		}
 	} else {
 		sr.Verdict = computeVerdict(&sr, def.verdict)
+		applyMargin(&sr, def.verdict, perRound)
+	}
+	if p.quick {
+		markIndicative(&sr.Verdict)
 	}
 	if ctx.Err() != nil {
 		sr.Notes = append(sr.Notes, "Interrupted: the rows were measured for less than the planned time.")

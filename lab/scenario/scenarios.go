@@ -193,7 +193,7 @@ var scenarioDefs = []*scenarioDef{
 	},
 	{
 		name:  Delayed,
-		title: "delayed work queued from a CPU hogged at nice -20",
+		title: "delayed work queued from a hogged CPU (hogs at nice -20 where permitted; the load line gives the nice read back)",
 		desc: "A thread pinned to the hogged CPU queues a delayed work item (1 ms) and waits for it; latency is " +
 			"start - queue - 1 ms. Per-CPU queues run the item on the hogged CPU; unbound queues may run it anywhere.",
 		seeds: []string{"004"},
@@ -217,16 +217,17 @@ var scenarioDefs = []*scenarioDef{
 			}, false},
 			chgCol(mP99), chgCol(mMax)},
 		notes: []string{
-			"Latency counts from the end of the 1 ms delay, so it includes the timer's own lateness: gowq's RT rows are timed by",
-			"the SCHED_FIFO timer thread, its normal and highpri rows by Go timers; baselines use time.AfterFunc(1ms) and then submit, as Go code does.",
+			"Latency counts from the end of the 1 ms delay, so it includes the timer's own lateness: gowq's RT rows are timed by " +
+				"the SCHED_FIFO timer thread, its normal and highpri rows by Go timers; baselines use time.AfterFunc(1ms) and then submit, as Go code does.",
 			"on hog cpu: share of items that started on the hogged CPU they were queued from.",
 		},
 		load: loadHog,
 	},
 	{
 		name:  Throughput,
-		title: "common case: idle wake-up and back-to-back throughput of empty items, on an idle machine",
-		desc: "One producer goroutine, idle machine. Idle: one item every 200 us, queue->start. Throughput: empty items " +
+		title: "common case: idle wake-up and back-to-back throughput of empty items, with no antagonist",
+		desc: "One producer goroutine, no antagonist (the load line says how busy the machine was). Idle: one item every 200 us, " +
+			"so that the worker is idle when it is queued, queue->start. Throughput: empty items " +
 			"queued back to back through a ring of 64 work items, items/s from the first queue to the last item's run, " +
 			"with allocations and process CPU time per item (issue 9).",
 		seeds: nil,
@@ -255,10 +256,10 @@ var scenarioDefs = []*scenarioDef{
 			tputCol("CPU s/M items", func(t *BackToBack) string { return fmt.Sprintf("%.2f", t.CPUSecPerMItems) }),
 		},
 		notes: []string{
-			"n, idle: sparse items, one every 200 us (plus the sleep's own lateness), queue->start latency.",
+			"n, idle: sparse items, one every 200 us (plus the sleep's own lateness), each queued to an idle worker; queue->start latency.",
 			"items/s: empty items from one producer, back to back through a ring of 64 work items; x ants: over ants/v2 in this run.",
-			"allocs/item: runtime.MemStats Mallocs over the phase / items; CPU s/M items: getrusage(RUSAGE_SELF) user+system",
-			"over the phase, per million items (the whole process: spinning workers count).",
+			"allocs/item: runtime.MemStats Mallocs over the phase / items; CPU s/M items: getrusage(RUSAGE_SELF) user+system " +
+				"over the phase, per million items (the whole process: spinning workers count).",
 		},
 		load:      loadNone,
 		rounds:    func(p *plan) int { return newThroughput(p).rounds },

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -80,7 +81,9 @@ func (s *ScenarioResult) Table() (Table, error) {
 	if def == nil {
 		return t, fmt.Errorf("%w: unknown scenario %q", ErrSchema, s.Name)
 	}
-	t.Heads = []string{"config"}
+	// "ran at" is the class read back from the row's threads, next to
+	// the row's name: what ran, whatever the row asked for.
+	t.Heads = []string{"config", "ran at"}
 	for _, c := range def.columns {
 		t.Heads = append(t.Heads, c.head)
 	}
@@ -89,6 +92,7 @@ func (s *ScenarioResult) Table() (Table, error) {
 		tr := TableRow{ID: r.ID, Title: r.title(), Skipped: r.Skipped, SkipReason: r.SkipReason,
 			Default: r.ID == s.Default, BestRT: r.ID == s.Verdict.BestRT && r.ID != "", Kind: r.Kind, Class: r.Class}
 		if !r.Skipped {
+			tr.Cells = append(tr.Cells, cmp.Or(r.RanAt, "-"))
 			for _, c := range def.columns {
 				v := "-"
 				if r.Kind != KindKernel || c.kernel {
@@ -99,10 +103,9 @@ func (s *ScenarioResult) Table() (Table, error) {
 		}
 		t.Rows = append(t.Rows, tr)
 	}
-	if d := s.Row(s.Default); d != nil {
-		t.Caption = fmt.Sprintf("latencies in us; chg: change against %q", d.title())
-	} else {
-		t.Caption = "latencies in us"
+	t.Caption = "latencies in us; ran at: the scheduling class read back from the threads that ran the row's items"
+	if d := s.Row(s.Default); d != nil && def.hasChange() {
+		t.Caption += fmt.Sprintf("; chg: change against %q", d.title())
 	}
 	t.Notes = s.Notes
 	t.Verdict = s.Verdict.Text
@@ -164,6 +167,9 @@ func (s *ScenarioResult) loadLine() string {
 	}
 	if l.Error != "" {
 		fmt.Fprintf(&b, "; load not measured: %s", l.Error)
+	}
+	if w := busyWarning(l); w != "" {
+		b.WriteString("; " + w)
 	}
 	if s.SliceNs > 0 {
 		fmt.Fprintf(&b, "; %d rounds of %v slices\n", s.Rounds, fmtDur(s.SliceNs))
@@ -354,4 +360,33 @@ func computeVerdict(s *ScenarioResult, m metric) Verdict {
 		v.Text += " The margin is under 5%: within run-to-run noise."
 	}
 	return v
+}
+
+// hasChange reports whether the scenario's table has change ("chg")
+// columns.
+func (d *scenarioDef) hasChange() bool {
+	for _, c := range d.columns {
+		if strings.HasSuffix(c.head, " chg") {
+			return true
+		}
+	}
+	return false
+}
+
+// idleBusyPct is the utilisation of all CPUs above which a measurement
+// without antagonist is not called idle.
+const idleBusyPct = 25
+
+// busyWarning says, for a measurement without antagonist, whether the
+// machine was idle as measured: "machine idle" or "machine NOT idle:
+// other processes kept the CPUs 99% busy"; "" when there was an
+// antagonist or the load was not measured.
+func busyWarning(l LoadInfo) string {
+	if !strings.HasPrefix(l.Antagonist, "none") || l.Error != "" || len(l.PerCPU) == 0 {
+		return ""
+	}
+	if l.AllPct > idleBusyPct {
+		return fmt.Sprintf("machine NOT idle: other processes kept the CPUs %.0f%% busy, so these are not an idle machine's figures", l.AllPct)
+	}
+	return "machine idle"
 }

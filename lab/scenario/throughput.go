@@ -13,7 +13,7 @@ import (
 	"github.com/gowq/wq/lab/stats"
 )
 
-// throughputWork is issue 9's common-case table: on an idle machine, for
+// throughputWork is issue 9's common-case table: with no antagonist, for
 // every class and every Go executor,
 //
 //   - idle (sparse) queue->start: one producer goroutine queues one item,

@@ -14,6 +14,7 @@ import (
 	"github.com/gowq/wq/internal/sched"
 	"github.com/gowq/wq/lab/erofs"
 	"github.com/gowq/wq/lab/stats"
+	"github.com/gowq/wq/lab/threadattr"
 	"github.com/gowq/wq/lab/verity"
 )
 
@@ -59,6 +60,7 @@ func (r *record) merge(o *record) {
 	r.tputNs += o.tputNs
 	r.tputCPU += o.tputCPU
 	r.mallocs += o.mallocs
+	r.active += o.active
 	if r.err == nil {
 		r.err = o.err
 	}
@@ -367,13 +369,16 @@ func newDelayed(cpu int, nice20 bool) *delayedWork {
 		}
 		if nice20 {
 			if err := sched.SetAttr(0, sched.Attr{Policy: sched.PolicyNormal, Nice: -20}); err != nil {
-				note += fmt.Sprintf(", nice 0 (%v)", err)
-			} else {
-				note += ", nice -20"
-				w.nice = -20
+				note += fmt.Sprintf(" (nice -20 refused: %v)", err)
 			}
+		}
+		// What the thread runs at, read back: not nice -20 when refused,
+		// and the inherited nice of a niced lab.
+		if a, err := threadattr.Self(); err == nil {
+			note += ", " + a.String()
+			w.nice = a.Nice
 		} else {
-			note += ", nice 0"
+			note += fmt.Sprintf(", class not read back (%v)", err)
 		}
 		w.ready <- note
 		for fn := range w.reqs {

@@ -1,0 +1,179 @@
+package scenario
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// minRounds is the fewest rounds that give a verdict a spread: with
+// fewer, a verdict is "not decided".
+const minRounds = 3
+
+// roundFigures holds each row's figures per interleaving round (one Row
+// per round, built from that round's slice alone), by row ID.
+type roundFigures map[string][]Row
+
+// add records row r's figures of one round.
+func (f roundFigures) add(def *scenarioDef, r *rowRun, rec *record) {
+	if rec.lat.Len() == 0 && rec.tputItems == 0 {
+		f[r.def.ID] = append(f[r.def.ID], Row{ID: r.def.ID})
+		return
+	}
+	f[r.def.ID] = append(f[r.def.ID], rowResult(def, &rowRun{def: r.def, run: r.run, rec: rec}, false))
+}
+
+// applyMargin gives a computeVerdict verdict its margin (see
+// Verdict.Ratio): the ratio of the whole run's best opponent to the best
+// RT row, in the whole run and in every round. The verdict stays decided only when every round agrees
+// with the whole run: all rounds above 1 for YES, all below 1 for NO.
+// The rule is a paired one (both rows of a round saw the same machine),
+// and with 8 rounds all agreeing by chance has a probability of 1/128.
+func applyMargin(s *ScenarioResult, m metric, rounds roundFigures) {
+	v := &s.Verdict
+	if !v.Decided || v.BestRT == "" {
+		return
+	}
+	opp := func(r *Row) bool {
+		return r.Kind == KindBaseline || (r.Kind == KindGowq && r.Class == ClassNormal)
+	}
+	// ratio returns opponent over RT, > 1 when RT is better.
+	ratio := func(rt, o float64) float64 {
+		if m.higherBetter {
+			rt, o = o, rt
+		}
+		if rt <= 0 {
+			return math.NaN()
+		}
+		return o / rt
+	}
+	best := func(a, b float64) bool {
+		if m.higherBetter {
+			return a > b
+		}
+		return a < b
+	}
+	rt := s.Row(v.BestRT)
+	var wholeOpp *Row
+	for i := range s.Rows {
+		r := &s.Rows[i]
+		if opp(r) && !r.Skipped && r.Items > 0 && (wholeOpp == nil || best(m.get(r), m.get(wholeOpp))) {
+			wholeOpp = r
+		}
+	}
+	if rt == nil || wholeOpp == nil {
+		return
+	}
+	v.Ratio = ratio(m.get(rt), m.get(wholeOpp))
+	// Per round, RT against the whole run's best opponent: the pair the
+	// verdict rests on, measured in the same round.
+	rtRounds, oppRounds := rounds[rt.ID], rounds[wholeOpp.ID]
+	for k := range min(len(rtRounds), len(oppRounds)) {
+		if rtRounds[k].Items == 0 || oppRounds[k].Items == 0 {
+			continue
+		}
+		if x := ratio(m.get(&rtRounds[k]), m.get(&oppRounds[k])); finite(x) {
+			v.RoundRatios = append(v.RoundRatios, x)
+		}
+	}
+	prefix := fmt.Sprintf("verdict (%s): ", v.Metric)
+	body := strings.TrimPrefix(v.Text, prefix)
+	body = strings.TrimSuffix(body, " The margin is under 5%: within run-to-run noise.")
+	n := len(v.RoundRatios)
+	if n < minRounds {
+		v.Decided = false
+		v.Text = prefix + fmt.Sprintf("not decided: %d round(s), too few to tell the margin from the noise (whole run: %s)", n, body)
+		return
+	}
+	v.RatioMin, v.RatioMax = slices.Min(v.RoundRatios), slices.Max(v.RoundRatios)
+	spread := fmt.Sprintf("%s over %s, whole run %.2fx, per round %.2fx-%.2fx (%d rounds)", wholeOpp.Label, rt.Label, v.Ratio, v.RatioMin, v.RatioMax, n)
+	switch {
+	case v.RTWins && v.RatioMin > 1, !v.RTWins && v.RatioMax < 1:
+		v.Text = prefix + body + " Margin: " + spread + "; every round agrees."
+	default:
+		v.Decided = false
+		whole := "NO"
+		if v.RTWins {
+			whole = "YES"
+		}
+		v.Text = prefix + fmt.Sprintf("not decided: the whole run says %s, but the rounds disagree (%s): the margin is within the noise. Whole run: %s",
+			whole, spread, strings.TrimPrefix(strings.TrimPrefix(body, "YES: "), "NO: "))
+	}
+}
+
+// applyThroughputMargin gives the throughput verdict its spread: every
+// gowq row's items/s over ants/v2's in each round. A goal is met only
+// when every round meets it, NOT met when no round does, and not decided
+// otherwise; the verdict is decided only when every goal is.
+func applyThroughputMargin(s *ScenarioResult, rounds roundFigures) {
+	v := &s.Verdict
+	if !v.Decided {
+		return
+	}
+	ants := rounds["ants"]
+	prefix := "verdict (" + v.Metric + "): "
+	var parts []string
+	all, undecided := true, false
+	maxAllocs := 0.0
+	for i := range s.Rows {
+		r := &s.Rows[i]
+		if r.Kind != KindGowq || r.Throughput == nil {
+			continue
+		}
+		goal := 1.0
+		switch r.Class {
+		case ClassRT:
+			goal = 0.5
+		case ClassNormal:
+		default:
+			continue
+		}
+		maxAllocs = max(maxAllocs, r.Throughput.AllocsPerItem)
+		var xs []float64
+		for k, rr := range rounds[r.ID] {
+			if k < len(ants) && rr.Throughput != nil && ants[k].Throughput != nil && ants[k].Throughput.ItemsPerSec > 0 {
+				xs = append(xs, rr.Throughput.ItemsPerSec/ants[k].Throughput.ItemsPerSec)
+			}
+		}
+		mark := "met"
+		var lo, hi float64
+		if len(xs) > 0 {
+			lo, hi = slices.Min(xs), slices.Max(xs)
+		}
+		switch {
+		case len(xs) < minRounds:
+			mark, undecided = fmt.Sprintf("not decided, %d round(s)", len(xs)), true
+		case lo >= goal:
+		case hi < goal:
+			mark, all = "NOT met", false
+		default:
+			mark, undecided = "not decided", true
+		}
+		parts = append(parts, fmt.Sprintf("%s %.2fx, rounds %.2fx-%.2fx (goal %.1fx: %s)", r.Label, r.Throughput.VsAnts, lo, hi, goal, mark))
+	}
+	if len(parts) == 0 {
+		return
+	}
+	mark := "met"
+	if maxAllocs >= 0.01 {
+		mark, all = "NOT met", false
+	}
+	parts = append(parts, fmt.Sprintf("allocations per item on gowq rows at most %.3f (goal 0: %s)", maxAllocs, mark))
+	v.RTWins = all && !undecided
+	head := "every goal met"
+	switch {
+	case !all:
+		head = "NOT every goal met"
+	case undecided:
+		head = "not decided"
+		v.Decided = false
+	}
+	v.Text = prefix + head + ": " + strings.Join(parts, "; ") + "."
+}
+
+// markIndicative says that a --quick verdict is indicative only.
+func markIndicative(v *Verdict) {
+	v.Indicative = true
+	v.Text += " (--quick: indicative only; a full run has more rounds.)"
+}
