@@ -54,7 +54,8 @@ type runFlags struct {
 func (f *runFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.quick, "quick", false, "smoke run: ~15 s in all (2.5 s per scenario, 8 MiB verity image, 4 MiB erofs corpus)")
 	fs.StringSliceVarP(&f.scenarios, "scenario", "s", nil,
-		"scenarios to run, comma-separated: "+strings.Join(scenario.Names(), ", ")+" (default all)")
+		"scenarios to run, comma-separated: "+strings.Join(scenario.Names(), ", ")+" (default all of these); or "+
+			scenario.Blocking+" alone (bursts of blocking items, not in the default suite)")
 	fs.DurationVarP(&f.duration, "duration", "d", 0,
 		fmt.Sprintf("measuring time per scenario, shared by its configurations (default %v, --quick %v)",
 			scenario.DefaultDuration, scenario.QuickDuration))
@@ -129,7 +130,10 @@ ants/v2) with no antagonist (the table says whether the machine was idle).
 
 With no subcommand it runs the default suite (about 2 minutes; --quick: 15 s).
 Latency is queue->start: from just before the queue call to the first
-instruction of the work function, in microseconds (monotonic clock).`,
+instruction of the work function, in microseconds (monotonic clock).
+
+`+scenario.SeedsExplained+` 'wqlab --list' prints which scenario
+reproduces which seed.`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -305,7 +309,7 @@ func writeOutputs(dir, format string, res *scenario.Results, txt []byte) error {
 		if s.Skipped {
 			continue
 		}
-		name := s.Name + "-cdf." + format
+		name := s.Name + "-plot." + format
 		if err := s.WritePlot(filepath.Join(dir, name)); err != nil {
 			errs = append(errs, fmt.Errorf("plot %s: %w", name, err))
 			continue
@@ -340,8 +344,9 @@ func listCatalog(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SCENARIO\tSEED\tDEFAULT ROW\tCONFIGURATIONS")
 	for _, in := range scenario.Catalog() {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", in.Name, strings.Join(in.Seeds, ","), in.Default, strings.Join(in.Configs, " "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", in.Name, cmpOr(strings.Join(in.Seeds, ","), "-"), in.Default, strings.Join(in.Configs, " "))
 	}
+	fmt.Fprintf(tw, "%s\t-\t-\t%s\n", scenario.Blocking, "every queue class and a go statement per item; runs alone: --scenario blocking")
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "CONFIG\tKIND\tCLASS\tFLAGS / LABEL")
 	for _, c := range scenario.Configs() {
@@ -352,5 +357,9 @@ func listCatalog(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.ID, c.Kind, c.Class, fl)
 	}
 	fmt.Fprintf(tw, "\ngroups for --configs: %s\n", strings.Join(scenario.ConfigGroups(), ", "))
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	listSeeds(w)
+	return nil
 }

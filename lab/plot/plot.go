@@ -1,6 +1,8 @@
-// Package plot draws the latency plots of wqlab: one empirical cumulative
-// distribution (CDF) per configuration, latency on a logarithmic x axis in
-// microseconds, the fraction of samples at or below it on the y axis.
+// Package plot draws the plots of wqlab: latency distributions, one line
+// per configuration, latency on a logarithmic x axis in microseconds and
+// on the y axis the fraction of samples at or below it (CDF) or, for a
+// tail plot, above it on a log scale (1 - CDF); and bar charts of one
+// figure per configuration (Bars).
 //
 // It is a thin layer over gonum.org/v1/plot. The output format follows the
 // file name's extension: .svg (vector, the default of wqlab), .png, .pdf
@@ -49,6 +51,10 @@ type Series struct {
 	XsUs, Ys []float64
 	// Dashed draws the line dashed (wqlab uses it for the Go baselines).
 	Dashed bool
+	// Color is the line's colour; nil means the palette's colour of the
+	// series' position. Give every configuration the same colour in
+	// every plot with Palette(i) of a fixed index.
+	Color color.Color
 }
 
 // CDF describes one plot.
@@ -59,7 +65,17 @@ type CDF struct {
 	// Width and Height of the image in inches, legend included; 0 means
 	// 12 x 6.
 	Width, Height float64
+	// Tail draws the tail instead of the CDF: on the y axis the fraction
+	// of samples above each latency (1 - CDF), on a log scale from 1 down
+	// to TailMin, labelled with the percentile each decade is (p90, p99,
+	// p99.9), as HdrHistogram's percentile plots do. The tail, where
+	// p98 and p99 verdicts are read, then gets as much room as the body.
+	Tail bool
 }
+
+// TailMin is the smallest fraction a tail plot shows (p99.99); the
+// samples' maximum (fraction 0) is drawn there.
+const TailMin = 1e-4
 
 // Write draws the plot to path, in the format its extension names. Series
 // with fewer than two points are left out. It returns ErrNoData when none
@@ -142,6 +158,13 @@ func (c CDF) build() (*built, error) {
 	p.X.Scale = gplot.LogScale{}
 	p.X.Tick.Marker = gplot.LogTicks{Prec: -1}
 	p.Y.Min, p.Y.Max = 0, 1
+	if c.Tail {
+		p.Y.Label.Text = "fraction of samples slower (1 - CDF, log scale)"
+		p.Y.Scale = gplot.LogScale{}
+		p.Y.Tick.Marker = nineTicks{}
+		p.Y.Min, p.Y.Max = TailMin, 1
+	}
+	legible(p, &leg)
 	p.Add(plotter.NewGrid())
 	xmin, xmax := math.Inf(1), math.Inf(-1)
 	drawn := 0
@@ -159,6 +182,9 @@ func (c CDF) build() (*built, error) {
 				return nil, fmt.Errorf("%w: %q has a NaN or infinite value", ErrBadSeries, s.Name)
 			}
 			x = max(x, MinUs)
+			if c.Tail {
+				y = max(1-y, TailMin)
+			}
 			xys[j] = plotter.XY{X: x, Y: y}
 			xmin, xmax = min(xmin, x), max(xmax, x)
 		}
@@ -167,7 +193,10 @@ func (c CDF) build() (*built, error) {
 			return nil, fmt.Errorf("%w: %q: %v", ErrBadSeries, s.Name, err)
 		}
 		l.Color = seriesColor(i)
-		l.Width = vg.Points(1.5)
+		if s.Color != nil {
+			l.Color = s.Color
+		}
+		l.Width = vg.Points(2)
 		if s.Dashed {
 			l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
 		}
@@ -198,3 +227,46 @@ var palette = []color.RGBA{
 }
 
 func seriesColor(i int) color.Color { return palette[i%len(palette)] }
+
+// Palette returns colour i of the plots' palette (twelve distinct
+// colours, then again from the first).
+func Palette(i int) color.Color { return seriesColor(max(i, 0)) }
+
+// legible sets the font sizes of the title, axes and legend so that they
+// read at the page width of wqlab's report.
+func legible(p *gplot.Plot, leg *gplot.Legend) {
+	p.Title.TextStyle.Font.Size = vg.Points(15)
+	for _, a := range []*gplot.Axis{&p.X, &p.Y} {
+		a.Label.TextStyle.Font.Size = vg.Points(13)
+		a.Tick.Label.Font.Size = vg.Points(12)
+	}
+	leg.TextStyle.Font.Size = vg.Points(13)
+	leg.ThumbnailWidth = vg.Points(28)
+}
+
+// nineTicks labels a log-scaled tail axis by the percentile each decade
+// is: 1 is p0, 0.1 is p90, 0.01 is p99, 0.001 is p99.9.
+type nineTicks struct{}
+
+func (nineTicks) Ticks(lo, hi float64) []gplot.Tick {
+	var out []gplot.Tick
+	for e := 0; e >= -8; e-- {
+		v := math.Pow10(e)
+		if v < lo*0.999 || v > hi*1.001 {
+			continue
+		}
+		label := "1 (p0)"
+		if e < 0 {
+			label = fmt.Sprintf("%g (p%s)", v, strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.*f", -e, 100*(1-v)), "0"), "."))
+		}
+		out = append(out, gplot.Tick{Value: v, Label: label})
+		if e > -8 {
+			for k := 2; k < 10; k++ {
+				if m := v / 10 * float64(k); m >= lo && m <= hi {
+					out = append(out, gplot.Tick{Value: m})
+				}
+			}
+		}
+	}
+	return out
+}

@@ -75,3 +75,37 @@ func TestSingleValueSeries(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTailPlotLabelsNines: a tail plot's y axis is labelled by
+// percentile (catches a linear CDF axis that squeezes the tail).
+func TestTailPlotLabelsNines(t *testing.T) {
+	var b strings.Builder
+	if err := (CDF{Title: "t", Tail: true, Series: series()}).Render(&b, "svg"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"p90", "p99", "p99.9", "1 - CDF"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("tail plot lacks %q", want)
+		}
+	}
+}
+
+// TestBars draws a bar chart and refuses bad values.
+func TestBars(t *testing.T) {
+	var b strings.Builder
+	bars := Bars{Title: "items/s", XLabel: "items/s", Log: true, Bars: []Bar{
+		{Name: "normal per-CPU", Value: 4e5, Lo: 3e5, Hi: 5e5}, {Name: "ants/v2", Value: 9e5}}}
+	if err := bars.Render(&b, "svg"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "ants/v2") {
+		t.Error("bar label missing")
+	}
+	bars.Bars[0].Value = math.NaN()
+	if err := bars.Render(&b, "svg"); !errors.Is(err, ErrBadSeries) {
+		t.Errorf("NaN bar: %v", err)
+	}
+	if err := (Bars{}).Render(&b, "svg"); !errors.Is(err, ErrNoData) {
+		t.Errorf("no bars: %v", err)
+	}
+}

@@ -3,12 +3,15 @@ package scenario
 import (
 	"bytes"
 	_ "embed"
+	"errors"
 	"fmt"
 	"html/template"
 	"io"
 	"reflect"
 	"strings"
 	"time"
+
+	"github.com/gowq/wq/lab/plot"
 )
 
 //go:embed report.html.tmpl
@@ -26,6 +29,8 @@ type reportPage struct {
 	Settings  []fact
 	Scenarios []reportScenario
 	Printed   string // everything the run printed, as results.txt holds it
+	SeedsNote string // SeedsExplained
+	Seeds     []SeedInfo
 }
 
 type fact struct{ Name, Value string }
@@ -36,7 +41,9 @@ type reportScenario struct {
 	LoadLine    string
 	Table       Table
 	TableErr    string
-	DefaultRow  string        // title of the row the change columns compare against
+	DefaultRow  string // title of the row the change columns compare against, when the table has change columns
+	BestRTRow   string // title of the shaded row: the RT row the verdict is about
+	PlotCaption string
 	VerdictKind string        // "yes", "no" or "undecided", for the style
 	SVG         template.HTML // the CDF plot, inline; "" when no row was measured
 	PlotErr     string
@@ -55,13 +62,15 @@ type reportScenario struct {
 // reported in the page instead.
 func (r *Results) WriteHTML(w io.Writer, printed []byte) error {
 	pg := reportPage{
-		Title:    "wqlab results",
-		Started:  fmtTime(r.Started),
-		Finished: fmtTime(r.Finished),
-		Schema:   r.Schema,
-		Machine:  facts(reflect.ValueOf(r.Machine), ""),
-		Settings: facts(reflect.ValueOf(r.Settings), ""),
-		Printed:  string(printed),
+		Title:     "wqlab results",
+		Started:   fmtTime(r.Started),
+		Finished:  fmtTime(r.Finished),
+		Schema:    r.Schema,
+		Machine:   facts(reflect.ValueOf(r.Machine), ""),
+		Settings:  facts(reflect.ValueOf(r.Settings), ""),
+		Printed:   string(printed),
+		SeedsNote: SeedsExplained,
+		Seeds:     Seeds(),
 	}
 	if !r.Started.IsZero() {
 		pg.Title += ", " + pg.Started
@@ -76,9 +85,13 @@ func (r *Results) WriteHTML(w io.Writer, printed []byte) error {
 				rs.TableErr = err.Error()
 			}
 			rs.Table = t
-			if d := s.Row(s.Default); d != nil {
+			if d := s.Row(s.Default); d != nil && defOf(s.Name) != nil && defOf(s.Name).hasChange() {
 				rs.DefaultRow = d.title()
 			}
+			if b := s.Row(s.Verdict.BestRT); b != nil {
+				rs.BestRTRow = b.title()
+			}
+			rs.PlotCaption = s.PlotCaption()
 			switch {
 			case !s.Verdict.Decided:
 				rs.VerdictKind = "undecided"
@@ -103,15 +116,14 @@ func (r *Results) WriteHTML(w io.Writer, printed []byte) error {
 	return err
 }
 
-// plotSVG renders the scenario's CDF as an inline <svg> element (the XML
+// plotSVG renders the scenario's plot as an inline <svg> element (the XML
 // prolog dropped). It returns "" and nil when no row has a CDF.
 func (s *ScenarioResult) plotSVG() (template.HTML, error) {
-	c := s.cdfPlot()
-	if len(c.Series) == 0 {
-		return "", nil
-	}
 	var b bytes.Buffer
-	if err := c.Render(&b, "svg"); err != nil {
+	if err := s.figure().Render(&b, "svg"); err != nil {
+		if errors.Is(err, plot.ErrNoData) {
+			return "", nil
+		}
 		return "", err
 	}
 	out := b.String()

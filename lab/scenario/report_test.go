@@ -34,6 +34,10 @@ func fixedResults() *Results {
 			if def.name == Verity {
 				r.Clat = &Latency{Count: r.Items, AvgUs: base + 40, MaxUs: base * 60}
 				r.BandwidthMiBs = 100 - float64(i)
+				r.ClatCDF = []CDFPoint{{base, 0}, {base + 40, 0.5}, {base * 60, 1}}
+			}
+			if def.name == Throughput {
+				r.Throughput = &BackToBack{Items: 1000, ItemsPerSec: 1e5 * base, RoundsPerSec: []float64{0.9e5 * base, 1.1e5 * base}}
 			}
 			if def.name == Delayed {
 				pct := 50.0
@@ -156,7 +160,11 @@ func TestWriteHTML(t *testing.T) {
 		if sec == nil {
 			t.Fatalf("%s: no section", s.Name)
 		}
-		if got := text(sec); !strings.Contains(got, s.Verdict.Text) || !strings.Contains(got, "Comparison with seed") {
+		wantCmp := "Comparison with seed " + strings.Join(s.Seeds, ", ") + ":"
+		if len(s.Seeds) == 0 {
+			wantCmp = "" // no seed, and the throughput table has no chg column
+		}
+		if got := text(sec); !strings.Contains(got, s.Verdict.Text) || !strings.Contains(got, wantCmp) {
 			t.Errorf("%s: section lacks the verdict or the comparison:\n%s", s.Name, got)
 		}
 		if svgs := elems(sec, "svg"); len(svgs) != 1 {

@@ -144,6 +144,9 @@ type Row struct {
 	QueueToStart Latency `json:"queue_to_start"`
 	// Clat is verity's completion latency (read + verify round trip), us.
 	Clat *Latency `json:"clat,omitempty"`
+	// ClatCDF is the distribution of Clat at the fractions of CDF
+	// (verity only), enough to redraw its plot.
+	ClatCDF []CDFPoint `json:"clat_cdf,omitempty"`
 	// BandwidthMiBs is verity's read bandwidth in MiB/s.
 	BandwidthMiBs float64 `json:"bandwidth_mib_s,omitempty"`
 	// Missed counts submit ticks not submitted (every slot still busy, or
@@ -179,6 +182,8 @@ type BackToBack struct {
 	AllocsPerItem   float64 `json:"allocs_per_item"`   // runtime.MemStats Mallocs delta / Items (the whole process)
 	CPUSecPerMItems float64 `json:"cpu_s_per_m_items"` // getrusage(RUSAGE_SELF) user+system, CPU seconds per million items
 	VsAnts          float64 `json:"vs_ants,omitempty"` // ItemsPerSec over ants/v2's in the same run
+	// RoundsPerSec is ItemsPerSec in each interleaving round: its spread.
+	RoundsPerSec []float64 `json:"items_per_s_rounds,omitempty"`
 }
 
 // Latency is a latency summary; every value in microseconds.

