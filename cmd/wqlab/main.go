@@ -12,9 +12,9 @@
 // no antagonist (`wqlab --scenario throughput`). It prints one table per
 // scenario with a verdict line, and writes wqlab-results/ with
 // index.html (the report to open in a browser: every table, the
-// verdicts, the machine facts and the CDF plots in one self-contained
+// verdicts, the machine facts and the tail plots in one self-contained
 // page), results.json (schema: package github.com/gowq/wq/lab/scenario),
-// results.txt and one latency CDF plot per scenario.
+// results.txt and one plot per scenario (<name>-plot.svg).
 //
 //	wqlab                       # the default suite, ~2 min
 //	wqlab --quick               # ~15 s smoke run (CI)

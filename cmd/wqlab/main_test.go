@@ -140,10 +140,10 @@ func TestQuickSubmitEndToEnd(t *testing.T) {
 	}
 	res := readResults(t, filepath.Join(dir, "results.json"))
 	checkSubmit(t, res)
-	if s := res.Scenario(scenario.Submit); s.Plot != "submit-cdf.svg" {
+	if s := res.Scenario(scenario.Submit); s.Plot != "submit-plot.svg" {
 		t.Errorf("plot = %q", s.Plot)
 	}
-	for _, f := range []string{"submit-cdf.svg", "results.txt", "index.html"} {
+	for _, f := range []string{"submit-plot.svg", "results.txt", "index.html"} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s not written: %v", f, err)
 		}

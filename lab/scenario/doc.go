@@ -139,9 +139,10 @@
 //	      "kind": "gowq"|"kthread"|"baseline"|"kernel", "class": "normal"|"highpri"|"rt"|"go"|"kernel",
 //	      "flags": "PERCPU|RT" (gowq rows),
 //	      "skipped": bool (optional), "skip_reason": string (optional),
+//	      "ran_at": "nice 19"|"nice -20"|"FIFO 1"|... (optional; read back from the threads that ran probe items),
 //	      "items": int,
 //	      "queue_to_start": Latency,
-//	      "clat": Latency (verity), "bandwidth_mib_s": float (verity),
+//	      "clat": Latency (verity), "clat_cdf": [{"us", "frac"}] (verity), "bandwidth_mib_s": float (verity),
 //	      "missed": int (optional), "on_queue_cpu_pct": float (delayed),
 //	      "change_pct": {"avg": float, "p99": float, ...} (optional; against "default"),
 //	      "cdf": [{"us": float, "frac": float}] (queue_to_start at fixed fractions 0..1),
@@ -150,7 +151,10 @@
 //	    }],
 //	    "verdict": {
 //	      "metric": string, "decided": bool, "rt_wins": bool,
-//	      "best_rt": row id, "loser": row id (optional), "text": string
+//	      "best_rt": row id, "loser": row id (optional), "text": string,
+//	      "ratio": float (best opponent over best RT, > 1: RT better), "round_ratios": [float],
+//	      "ratio_min": float, "ratio_max": float (the spread; decided only when all rounds agree),
+//	      "indicative": bool (optional; --quick)
 //	    },
 //	    "notes": [string] (optional), "plot": file name (optional)
 //	  }]
