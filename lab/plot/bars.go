@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	gplot "gonum.org/v1/plot"
@@ -89,7 +90,11 @@ func (b Bars) Render(w io.Writer, format string) (err error) {
 	if len(names) == 0 || hi <= 0 || math.IsInf(hi, -1) {
 		return ErrNoData
 	}
+	// The first bar on top, as the table lists the rows.
+	slices.Reverse(names)
 	p.NominalY(names...)
+	at := func(i int) float64 { return float64(len(names) - 1 - i) }
+	p.Y.Min, p.Y.Max = -0.6, float64(len(names))-0.4
 	base := 0.0
 	if b.Log {
 		p.X.Min = math.Pow10(int(math.Floor(math.Log10(lo))))
@@ -107,20 +112,22 @@ func (b Bars) Render(w io.Writer, format string) (err error) {
 		if bar.Value <= 0 {
 			continue
 		}
-		l, err := plotter.NewLine(plotter.XYs{{X: base, Y: float64(i)}, {X: bar.Value, Y: float64(i)}})
+		l, err := plotter.NewLine(plotter.XYs{{X: base, Y: at(i)}, {X: bar.Value, Y: at(i)}})
 		if err != nil {
 			return fmt.Errorf("%w: %q: %v", ErrBadSeries, bar.Name, err)
 		}
-		l.Width = vg.Points(16)
+		l.Width = vg.Points(14)
 		l.Color = seriesColor(i)
 		if bar.Color != nil {
 			l.Color = bar.Color
 		}
 		p.Add(l)
 		if bar.Hi > 0 && bar.Lo > 0 {
-			rng, err := plotter.NewLine(plotter.XYs{{X: bar.Lo, Y: float64(i)}, {X: bar.Hi, Y: float64(i)}})
+			// Just above the bar, so that it shows on a bar of any colour.
+			y := at(i) + 0.32
+			rng, err := plotter.NewLine(plotter.XYs{{X: bar.Lo, Y: y}, {X: bar.Hi, Y: y}})
 			if err == nil {
-				rng.Width = vg.Points(3)
+				rng.Width = vg.Points(2)
 				rng.Color = color.Black
 				p.Add(rng)
 			}
@@ -142,7 +149,9 @@ func (b Bars) Render(w io.Writer, format string) (err error) {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrFormat, err)
 	}
-	p.Draw(draw.New(cw))
+	// A margin on the left: a browser's font may set the row names wider
+	// than gonum measured them.
+	p.Draw(draw.Crop(draw.New(cw), vg.Points(12), 0, 0, 0))
 	_, err = cw.WriteTo(w)
 	return err
 }

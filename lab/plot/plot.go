@@ -159,7 +159,7 @@ func (c CDF) build() (*built, error) {
 	p.X.Tick.Marker = gplot.LogTicks{Prec: -1}
 	p.Y.Min, p.Y.Max = 0, 1
 	if c.Tail {
-		p.Y.Label.Text = "fraction of samples slower (1 - CDF, log scale)"
+		p.Y.Label.Text = "1 - CDF (log)"
 		p.Y.Scale = gplot.LogScale{}
 		p.Y.Tick.Marker = nineTicks{}
 		p.Y.Min, p.Y.Max = TailMin, 1
@@ -242,6 +242,7 @@ func legible(p *gplot.Plot, leg *gplot.Legend) {
 	}
 	leg.TextStyle.Font.Size = vg.Points(13)
 	leg.ThumbnailWidth = vg.Points(28)
+	leg.Padding = vg.Points(3)
 }
 
 // nineTicks labels a log-scaled tail axis by the percentile each decade

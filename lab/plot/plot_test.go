@@ -83,7 +83,7 @@ func TestTailPlotLabelsNines(t *testing.T) {
 	if err := (CDF{Title: "t", Tail: true, Series: series()}).Render(&b, "svg"); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"p90", "p99", "p99.9", "1 - CDF"} {
+	for _, want := range []string{"p90", "p99", "p99.9", "1 - CDF (log)"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("tail plot lacks %q", want)
 		}

@@ -56,15 +56,21 @@
 // Rows that cannot run here are kept in the table as skipped, with the
 // reason: an RT row when wq.Alloc returns wq.ErrPermission (no
 // CAP_SYS_NICE, RLIMIT_RTPRIO < 1), a highpri row without the privilege
-// for nice -20. Without that privilege seed 004's hog runs at nice 0 and
-// the table says so. Run never fails half-way.
+// for nice -20. Without that privilege seed 004's hogs keep the inherited
+// nice. Every row's "ran at" column, the load line and the delayed
+// scenario's queueing thread give the class read back from the threads
+// (package lab/threadattr), not the one asked for. Run never fails
+// half-way.
 //
 // Each table ends with a verdict line computed from the data: whether the
 // best RT row (an RT workqueue or the FIFO-low kthread set) beats every
 // Go baseline and every normal-class row on the scenario's metric (verity:
 // avg clat; erofs: avg; submit: p98; delayed: p99), or which rows it does
-// not beat. It compares the numbers of one run and says when a margin is
-// under 5%.
+// not beat. The verdict gives its margin (the best opponent's figure over
+// the best RT row's) in the whole run and in each interleaving round, RT
+// against the same opponent in the same round; it is decided only when
+// every round agrees with the whole run, and says "not decided" otherwise
+// (see Verdict.Ratio). --quick verdicts say they are indicative.
 //
 // # Kernel rows
 //

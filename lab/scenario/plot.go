@@ -50,7 +50,7 @@ func (s *ScenarioResult) plotMetric() string {
 func (s *ScenarioResult) plotTitle() string {
 	t := fmt.Sprintf("wqlab %s: %s", s.Name, s.plotMetric())
 	if s.Name == Throughput {
-		t += ", one bar per row (black: min-max across rounds)"
+		t += ", one bar per row (black line above it: min-max across rounds)"
 	} else {
 		t += " tail (1 - CDF)"
 	}
@@ -69,7 +69,7 @@ func (s *ScenarioResult) PlotCaption() string {
 	switch s.Name {
 	case Throughput:
 		return "Items/s of the back-to-back phase, the throughput verdict's metric, per row (log axis); " +
-			"the black line over a bar is its range across the interleaving rounds."
+			"the black line just above a bar is its range across the interleaving rounds."
 	case Verity:
 		return "Tail of verity's clat, the verdict's metric (avg clat): for each latency on the x axis, the fraction of reads " +
 			"that took longer, on a log axis labelled by percentile (p90 at 0.1, p99 at 0.01). Lower and further left is better; " +

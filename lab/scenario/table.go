@@ -256,9 +256,9 @@ func computeChanges(s *ScenarioResult, ms []metric) {
 // computeVerdict decides whether the best RT row (gowq's RT class: an RT
 // workqueue or the FIFO-low kthread set) beat every Go baseline and every
 // normal-class gowq row on metric m (kernel rows take no part), and
-// writes the line printed under the table. It compares the numbers of
-// this one run; it does not test significance, and says so when margins
-// are within 5%.
+// writes the line printed under the table. It compares the whole run's
+// numbers and flags margins within 5%; applyMargin then checks the
+// verdict against every round.
 func computeVerdict(s *ScenarioResult, m metric) Verdict {
 	v := Verdict{Metric: m.name + " (us)"}
 	if m.higherBetter {
