@@ -69,12 +69,15 @@ func applyMargin(s *ScenarioResult, m metric, rounds roundFigures) {
 	// Per round, RT against the whole run's best opponent: the pair the
 	// verdict rests on, measured in the same round.
 	rtRounds, oppRounds := rounds[rt.ID], rounds[wholeOpp.ID]
+	var rtVals, oppVals []float64 // the metric itself per round
 	for k := range min(len(rtRounds), len(oppRounds)) {
 		if rtRounds[k].Items == 0 || oppRounds[k].Items == 0 {
 			continue
 		}
 		if x := ratio(m.get(&rtRounds[k]), m.get(&oppRounds[k])); finite(x) {
 			v.RoundRatios = append(v.RoundRatios, x)
+			rtVals = append(rtVals, m.get(&rtRounds[k]))
+			oppVals = append(oppVals, m.get(&oppRounds[k]))
 		}
 	}
 	prefix := fmt.Sprintf("verdict (%s): ", v.Metric)
@@ -87,7 +90,10 @@ func applyMargin(s *ScenarioResult, m metric, rounds roundFigures) {
 		return
 	}
 	v.RatioMin, v.RatioMax = slices.Min(v.RoundRatios), slices.Max(v.RoundRatios)
-	spread := fmt.Sprintf("%s over %s, whole run %.2fx, per round %.2fx-%.2fx (%d rounds)", wholeOpp.Label, rt.Label, v.Ratio, v.RatioMin, v.RatioMax, n)
+	spread := fmt.Sprintf("%s over %s, whole run %.2fx, per round %.2fx-%.2fx (%d rounds; the metric per round: %s %s-%s, %s %s-%s)",
+		wholeOpp.Label, rt.Label, v.Ratio, v.RatioMin, v.RatioMax, n,
+		rt.Label, fmtMetric(m, slices.Min(rtVals)), fmtMetric(m, slices.Max(rtVals)),
+		wholeOpp.Label, fmtMetric(m, slices.Min(oppVals)), fmtMetric(m, slices.Max(oppVals)))
 	switch {
 	case v.RTWins && v.RatioMin > 1, !v.RTWins && v.RatioMax < 1:
 		v.Text = prefix + body + " Margin: " + spread + "; every round agrees."
@@ -176,4 +182,12 @@ func applyThroughputMargin(s *ScenarioResult, rounds roundFigures) {
 func markIndicative(v *Verdict) {
 	v.Indicative = true
 	v.Text += " (--quick: indicative only; a full run has more rounds.)"
+}
+
+// fmtMetric formats a value of metric m as the tables do.
+func fmtMetric(m metric, v float64) string {
+	if m.higherBetter {
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmtUs(v)
 }
