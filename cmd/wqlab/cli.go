@@ -268,6 +268,9 @@ func header(m scenario.Machine, o scenario.Options) string {
 		ant = scenario.AntagonistCPUIO
 	}
 	fmt.Fprintf(&b, "run: scenarios %s; %v of measurement each, configurations interleaved; antagonist %s\n", sc, d, ant)
+	if o.Quick {
+		b.WriteString("(--quick: few rounds, so the verdicts are indicative only; run without --quick to decide)\n")
+	}
 	if strings.Contains(","+sc+",", ","+scenario.Throughput+",") {
 		b.WriteString("(throughput is count-based and runs with no antagonist: --duration and --antagonist do not apply to it)\n")
 	}
