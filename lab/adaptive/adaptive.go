@@ -25,7 +25,6 @@ import (
 	"time"
 
 	"github.com/gowq/wq"
-	"github.com/gowq/wq/internal/sched"
 	"github.com/gowq/wq/lab/driver"
 	"github.com/gowq/wq/lab/stats"
 )
@@ -88,8 +87,8 @@ func Configs() []string {
 }
 
 // ErrInvalidOption is returned by Run and Options.Validate for a bad
-// option; test with errors.Is.
-var ErrInvalidOption = errors.New("adaptive: invalid option")
+// option; test with errors.Is. It wraps driver.ErrInvalidOption.
+var ErrInvalidOption = driver.InvalidOption("adaptive")
 
 // Validate checks o without running anything.
 func (o Options) Validate() error {
@@ -98,54 +97,24 @@ func (o Options) Validate() error {
 }
 
 func (o Options) normalize() (Options, error) {
-	if o.Samples == 0 {
-		o.Samples = DefaultSamples
-	}
-	if o.Gap == 0 {
-		o.Gap = DefaultGap
-	}
-	if o.Slice == 0 {
-		o.Slice = DefaultSlice
-	}
+	c, err := driver.Counted{Samples: o.Samples, Gap: o.Gap, Slice: o.Slice}.Normalize(
+		driver.Counted{Samples: DefaultSamples, Gap: DefaultGap, Slice: DefaultSlice}, MaxSamples, ErrInvalidOption)
+	o.Samples, o.Gap, o.Slice = c.Samples, c.Gap, c.Slice
 	if len(o.Loads) == 0 {
 		o.Loads = []Load{LoadHog, LoadNone}
 	}
-	switch {
-	case o.Samples < 1 || o.Samples > MaxSamples:
-		return o, fmt.Errorf("%w: samples %d (want 1..%d)", ErrInvalidOption, o.Samples, MaxSamples)
-	case o.Slice < 1:
-		return o, fmt.Errorf("%w: slice %d (want >= 1)", ErrInvalidOption, o.Slice)
-	case o.Gap < 0:
-		return o, fmt.Errorf("%w: negative gap %v", ErrInvalidOption, o.Gap)
+	if err != nil {
+		return o, err
 	}
 	for _, l := range o.Loads {
 		if l != LoadHog && l != LoadNone {
 			return o, fmt.Errorf("%w: unknown load %q (want hog or none)", ErrInvalidOption, l)
 		}
 	}
-	for _, n := range o.Configs {
-		found := false
-		for _, c := range configs {
-			found = found || c.name == n
-		}
-		if !found {
-			return o, fmt.Errorf("%w: unknown config %q (want one of: %s)", ErrInvalidOption, n, strings.Join(Configs(), ", "))
-		}
-	}
-	return o, nil
+	return o, driver.CheckConfigs(o.Configs, Configs(), ErrInvalidOption)
 }
 
-func (o Options) wants(name string) bool {
-	if len(o.Configs) == 0 {
-		return true
-	}
-	for _, n := range o.Configs {
-		if n == name {
-			return true
-		}
-	}
-	return false
-}
+func (o Options) wants(name string) bool { return driver.Wants(o.Configs, name) }
 
 // Row is one configuration's result under one load.
 type Row struct {
@@ -282,52 +251,49 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 // queuer is the thread that queues every item: locked, pinned to the
 // queueing CPU, nice -20 when permitted.
 type queuer struct {
+	*driver.Thread
 	cpu  int
 	desc string
-	reqs chan func()
 }
 
 func startQueuer(cpu int) (*queuer, error) {
-	q := &queuer{cpu: cpu, reqs: make(chan func())}
-	ready := make(chan struct{})
-	sched.GoLocked(func() {
+	q := &queuer{cpu: cpu}
+	t, err := driver.StartThread(func() error {
 		q.desc = fmt.Sprintf("pinned to cpu%d", cpu)
-		if err := sched.SetAffinity(0, []int{cpu}); err != nil {
+		if err := wq.SetThreadAffinity([]int{cpu}); err != nil {
 			q.desc = fmt.Sprintf("not pinned (%v)", err)
 		}
-		if err := sched.SetAttr(0, sched.Attr{Policy: sched.PolicyNormal, Nice: -20}); err != nil {
+		if err := wq.SetThreadAttr(wq.ThreadAttr{Policy: wq.ThreadNormal, Nice: -20}); err != nil {
 			q.desc += ", nice 0"
 		} else {
 			q.desc += ", nice -20"
 		}
-		close(ready)
-		for fn := range q.reqs {
-			fn()
-		}
+		return nil
 	})
-	<-ready
+	if err != nil {
+		return nil, err
+	}
+	q.Thread = t
 	return q, nil
 }
 
-func (q *queuer) stop() { close(q.reqs) }
+func (q *queuer) stop() { q.Stop() }
 
 // measure records n samples of r on the queuer thread: queue, block on a
 // futex until the item has started, wait until it is idle, sleep gap.
 func (q *queuer) measure(r *row, n int, gap time.Duration) {
-	done := make(chan struct{})
-	q.reqs <- func() {
-		defer close(done)
+	q.Do(func() {
 		var start atomic.Int64
 		var where atomic.Int32
-		var pk sched.Parker
+		var pk wq.Parker
 		w := wq.NewWork(func() {
 			start.Store(stats.Now())
-			where.Store(int32(sched.GetCPU()))
+			where.Store(int32(wq.CurrentCPU()))
 			pk.Unpark()
 		})
 		for range n {
 			if gap > 0 {
-				sched.Nanosleep(int64(gap))
+				wq.SleepThread(gap)
 			}
 			start.Store(0)
 			t0 := stats.Now()
@@ -340,11 +306,10 @@ func (q *queuer) measure(r *row, n int, gap time.Duration) {
 			r.samples.Add(start.Load() - t0)
 			r.perCPU[int(where.Load())]++
 			for w.Busy() != 0 {
-				sched.Nanosleep(10_000)
+				wq.SleepThread(10 * time.Microsecond)
 			}
 		}
-	}
-	<-done
+	})
 }
 
 func (r *Table) get(name string) *Row {
@@ -366,16 +331,7 @@ func (r *Result) WriteTable(w io.Writer) {
 	fmt.Fprintf(&b, "adaptive placement: queue-to-start (us) of items queued on cpu%d; queuer %s\n", r.CPU, r.QueuerOn)
 	for _, t := range r.Tables {
 		fmt.Fprintf(&b, "\nload: %s", t.Load)
-		if t.LoadName != "" && t.LoadName != string(t.Load) {
-			fmt.Fprintf(&b, " (%s)", t.LoadName)
-		}
-		if len(t.LoadPct) > 0 {
-			parts := make([]string, len(t.LoadPct))
-			for i, p := range t.LoadPct {
-				parts[i] = fmt.Sprintf("cpu%d %.0f%%", i, p)
-			}
-			fmt.Fprintf(&b, " (CPUs busy: %s)", strings.Join(parts, " "))
-		}
+		driver.WriteLoad(&b, string(t.Load), t.LoadName, t.LoadPct)
 		b.WriteByte('\n')
 		if t.LoadNote != "" {
 			fmt.Fprintf(&b, "note: %s\n", t.LoadNote)
@@ -384,7 +340,7 @@ func (r *Result) WriteTable(w io.Writer) {
 		for i := range t.Rows {
 			row := &t.Rows[i]
 			if row.Skipped != "" {
-				lines = append(lines, driver.Line{Cells: []string{row.Config}, Skipped: true, Skip: firstLine(row.Skipped)})
+				lines = append(lines, driver.Line{Cells: []string{row.Config}, Skipped: true, Skip: driver.ShortReason(row.Skipped)})
 				continue
 			}
 			s := row.Summary
@@ -433,14 +389,4 @@ func verdict(ok bool, yes, no string) string {
 		return yes
 	}
 	return no
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, ':'); i > 0 && i < 60 {
-		return s[:i]
-	}
-	if len(s) > 60 {
-		return s[:60]
-	}
-	return s
 }

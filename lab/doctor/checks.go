@@ -15,8 +15,7 @@ import (
 
 	"github.com/prometheus/procfs"
 
-	"github.com/gowq/wq/internal/sched"
-	"github.com/gowq/wq/internal/topology"
+	"github.com/gowq/wq"
 )
 
 // Capability bits (linux/capability.h).
@@ -53,12 +52,12 @@ type machine struct {
 	limitsErr error
 	limits    procfs.ProcLimits
 
-	blockers []sched.Blocker
+	blockers []wq.ClassBlocker
 	claimed  map[int]bool
 
-	isolated topology.CPUSet // isolated CPUs (cmdline or sysfs), filled by checkIsolation
-	allowed  topology.CPUSet // the process's CPUs, filled by checkAffinity
-	idleMax  int             // deepest enabled idle state's exit latency, us; -1 when no cpuidle
+	isolated wq.CPUSet // isolated CPUs (cmdline or sysfs), filled by checkIsolation
+	allowed  wq.CPUSet // the process's CPUs, filled by checkAffinity
+	idleMax  int       // deepest enabled idle state's exit latency, us; -1 when no cpuidle
 
 	qosDone bool
 	qos     int32 // the PM QoS CPU latency limit, us (pmQoSDefault: none held)
@@ -102,8 +101,8 @@ func newMachine(env *Env) *machine {
 	// The class diagnosis is shared with the library's errors. Until it
 	// is filled in (a stub returning nil) the checks below decide from
 	// their own readings alone; they are kept thin for that reason.
-	seen := map[sched.Blocker]bool{}
-	for _, a := range []sched.Attr{{Policy: sched.PolicyFIFO, Priority: 1}, {Policy: sched.PolicyNormal, Nice: -20}} {
+	seen := map[wq.ClassBlocker]bool{}
+	for _, a := range []wq.ThreadAttr{{Policy: wq.ThreadFIFO, Priority: 1}, {Policy: wq.ThreadNormal, Nice: -20}} {
 		for _, b := range env.Diagnose(a) {
 			if !seen[b] {
 				seen[b] = true
@@ -149,8 +148,8 @@ func (m *machine) claim(c Check, cause string) Check {
 	return c
 }
 
-func (m *machine) unclaimed() []sched.Blocker {
-	var out []sched.Blocker
+func (m *machine) unclaimed() []wq.ClassBlocker {
+	var out []wq.ClassBlocker
 	for i, b := range m.blockers {
 		if !m.claimed[i] {
 			out = append(out, b)
@@ -434,14 +433,14 @@ func cmdlineParam(cmdline, name string) (string, bool) {
 
 // cpuListOfParam parses an isolcpus= value, whose list may follow flags
 // ("managed_irq,domain,1-3").
-func cpuListOfParam(v string) topology.CPUSet {
+func cpuListOfParam(v string) wq.CPUSet {
 	var keep []string
 	for _, p := range strings.Split(v, ",") {
 		if p != "" && (p[0] >= '0' && p[0] <= '9') {
 			keep = append(keep, p)
 		}
 	}
-	s, _ := topology.ParseList(strings.Join(keep, ","))
+	s, _ := wq.ParseCPUList(strings.Join(keep, ","))
 	return s
 }
 
@@ -467,7 +466,7 @@ func (m *machine) checkIsolation() Check {
 		if err != nil || v == "" || v == "(null)" {
 			continue
 		}
-		if s, err := topology.ParseList(v); err == nil {
+		if s, err := wq.ParseCPUList(v); err == nil {
 			m.isolated = m.isolated.Or(s)
 			parts = append(parts, "sysfs "+f+" "+v)
 		}
@@ -491,7 +490,7 @@ func (m *machine) checkAffinity() Check {
 	for _, u := range m.status.CpusAllowedList {
 		ids = append(ids, int(u))
 	}
-	m.allowed = topology.NewCPUSet(ids...)
+	m.allowed = wq.NewCPUSet(ids...)
 	online, _ := m.read("/sys/devices/system/cpu/online")
 	c.Value = "CPUs " + m.allowed.String()
 	if online != "" {
@@ -782,7 +781,7 @@ func (m *machine) checkIRQAffinity() Check {
 		if err != nil {
 			continue // an IRQ without affinity files (e.g. irq 0)
 		}
-		s, err := topology.ParseList(strings.TrimSpace(string(v)))
+		s, err := wq.ParseCPUList(strings.TrimSpace(string(v)))
 		if err != nil {
 			continue
 		}

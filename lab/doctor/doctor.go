@@ -17,7 +17,7 @@
 // Every reading goes through Env.Root, so that the checks are tested
 // against fixture trees of /proc, /sys and /dev (testdata/good, testdata/bad).
 // Only the timer slack (prctl) and the class diagnosis
-// (internal/sched.DiagnoseClass) are not file reads; Env injects them.
+// (wq.DiagnoseClass) are not file reads; Env injects them.
 package doctor
 
 import (
@@ -33,7 +33,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gowq/wq/internal/sched"
+	"github.com/gowq/wq"
 )
 
 // Status is a check's verdict.
@@ -97,8 +97,8 @@ type Env struct {
 	// prctl(PR_GET_TIMERSLACK).
 	TimerSlack func() (int64, error)
 	// Diagnose returns what blocks a scheduling class; nil is
-	// sched.DiagnoseClass (which reads the real process, whatever Root is).
-	Diagnose func(sched.Attr) []sched.Blocker
+	// wq.DiagnoseClass (which reads the real process, whatever Root is).
+	Diagnose func(wq.ThreadAttr) []wq.ClassBlocker
 }
 
 func (e *Env) path(p string) string {
@@ -134,7 +134,7 @@ func Run(ctx context.Context, env Env) Report {
 		}
 	}
 	if env.Diagnose == nil {
-		env.Diagnose = sched.DiagnoseClass
+		env.Diagnose = wq.DiagnoseClass
 	}
 	m := newMachine(&env)
 	var r Report

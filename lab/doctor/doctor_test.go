@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gowq/wq/internal/sched"
+	"github.com/gowq/wq"
 	"github.com/gowq/wq/internal/testutil"
 )
 
@@ -28,7 +28,7 @@ func fixture(t *testing.T, name string, slack int64) (Env, string) {
 		PID:        4242,
 		Sleep:      func(time.Duration) {},
 		TimerSlack: func() (int64, error) { return slack, nil },
-		Diagnose:   func(sched.Attr) []sched.Blocker { return nil },
+		Diagnose:   func(wq.ThreadAttr) []wq.ClassBlocker { return nil },
 	}, dir
 }
 
@@ -262,18 +262,18 @@ func TestVariants(t *testing.T) {
 // check covers gets a row of its own.
 func TestDiagnoseClass(t *testing.T) {
 	env, _ := fixture(t, "good", 50_000)
-	var asked []sched.Attr
-	env.Diagnose = func(a sched.Attr) []sched.Blocker {
+	var asked []wq.ThreadAttr
+	env.Diagnose = func(a wq.ThreadAttr) []wq.ClassBlocker {
 		asked = append(asked, a)
-		return []sched.Blocker{
+		return []wq.ClassBlocker{
 			{Cause: "cgroup cpu.rt_runtime_us", Detail: "cgroup /rt.slice has 0", Fix: "FIX-CGROUP"},
 			{Cause: "new cause", Detail: "something", Fix: "FIX-NEW"},
 		}
 	}
 	r := Run(context.Background(), env)
 	checkCounts(t, r)
-	if !slices.Contains(asked, sched.Attr{Policy: sched.PolicyFIFO, Priority: 1}) ||
-		!slices.Contains(asked, sched.Attr{Policy: sched.PolicyNormal, Nice: -20}) {
+	if !slices.Contains(asked, wq.ThreadAttr{Policy: wq.ThreadFIFO, Priority: 1}) ||
+		!slices.Contains(asked, wq.ThreadAttr{Policy: wq.ThreadNormal, Nice: -20}) {
 		t.Errorf("asked about %v, want SCHED_FIFO 1 and nice -20", asked)
 	}
 	got := byID(r)

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/gowq/wq"
-	"github.com/gowq/wq/internal/sched"
 )
 
 // Blocking is the name of the blocking-items scenario (issue 12). It is not
@@ -153,7 +152,7 @@ func block(kind string, fds [2]int) {
 	case "time.Sleep":
 		time.Sleep(blockFor)
 	case "nanosleep":
-		sched.Nanosleep(int64(blockFor))
+		wq.SleepThread(blockFor)
 	case "pipe read":
 		time.AfterFunc(blockFor, func() { _, _ = syscall.Write(fds[1], []byte{1}) })
 		var b [1]byte
@@ -237,8 +236,8 @@ func threadCPU(tid int) int64 {
 	if tid == 0 {
 		return 0
 	}
-	c, _ := sched.ThreadCPUTime(tid)
-	return c
+	c, _ := wq.ThreadCPUTime(tid)
+	return int64(c)
 }
 
 // idleMonitorCPU returns the CM monitor's CPU use, in us per second, over

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/gowq/wq"
-	"github.com/gowq/wq/internal/sched"
 	"github.com/gowq/wq/kthread"
 	"github.com/gowq/wq/lab/baseline"
 	"github.com/gowq/wq/lab/stats"
@@ -48,7 +47,7 @@ func (t *task) exec() {
 	start := stats.Now()
 	t.lat = start - t.tq - t.delay
 	if t.wantCPU {
-		t.cpu = sched.GetCPU()
+		t.cpu = wq.CurrentCPU()
 	}
 	if t.body != nil {
 		t.body(t)

@@ -10,7 +10,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gowq/wq"
-	"github.com/gowq/wq/internal/sched"
 )
 
 // DetectMachine returns the facts about this machine and process that a
@@ -47,13 +46,13 @@ func DetectMachine() Machine {
 // and seed 004's hog), with the reason and the remedy when it may not.
 // It asks the kernel (capget, getrlimit) and changes nothing.
 func DetectPrivileges() Privileges {
-	p := Privileges{UID: os.Getuid(), EUID: os.Geteuid(), CapSysNice: sched.HasCapSysNice()}
-	if err := sched.CheckRT(wq.RTPriority()); err != nil {
+	p := Privileges{UID: os.Getuid(), EUID: os.Geteuid(), CapSysNice: wq.HasCapSysNice()}
+	if err := wq.CheckRT(wq.RTPriority()); err != nil {
 		p.SchedFIFONote = err.Error()
 	} else {
 		p.SchedFIFO = true
 	}
-	if err := sched.CheckNice(-20); err != nil {
+	if err := wq.CheckNice(-20); err != nil {
 		p.Nice20Note = err.Error()
 	} else {
 		p.Nice20 = true

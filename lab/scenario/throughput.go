@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gowq/wq/internal/sched"
+	"github.com/gowq/wq"
 	"github.com/gowq/wq/lab/stats"
 )
 
@@ -97,7 +97,7 @@ func (w *throughputWork) slice(ctx context.Context, r *rowRun, d time.Duration, 
 	for i := 0; i < sparse && ctx.Err() == nil; i++ {
 		// nanosleep(2), not time.Sleep: a Go timer under 1 ms often
 		// fires a whole ms late on an idle process (netpoll's timeout).
-		sched.Nanosleep(int64(throughputGap))
+		wq.SleepThread(throughputGap)
 		t.tq = stats.Now()
 		if !r.run.queue(t) {
 			rec.missed++

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/gowq/wq"
-	"github.com/gowq/wq/internal/sched"
 	"github.com/gowq/wq/lab/erofs"
 	"github.com/gowq/wq/lab/stats"
 	"github.com/gowq/wq/lab/threadattr"
@@ -362,13 +361,13 @@ const (
 // thread is locked and dies with its goroutine (close).
 func newDelayed(cpu int, nice20 bool) *delayedWork {
 	w := &delayedWork{cpu: cpu, reqs: make(chan func()), ready: make(chan string, 1)}
-	sched.GoLocked(func() {
+	wq.GoThread(func() {
 		note := fmt.Sprintf("pinned to cpu%d", cpu)
-		if err := sched.SetAffinity(0, []int{cpu}); err != nil {
+		if err := wq.SetThreadAffinity([]int{cpu}); err != nil {
 			note = fmt.Sprintf("not pinned (%v)", err)
 		}
 		if nice20 {
-			if err := sched.SetAttr(0, sched.Attr{Policy: sched.PolicyNormal, Nice: -20}); err != nil {
+			if err := wq.SetThreadAttr(wq.ThreadAttr{Policy: wq.ThreadNormal, Nice: -20}); err != nil {
 				note += fmt.Sprintf(" (nice -20 refused: %v)", err)
 			}
 		}

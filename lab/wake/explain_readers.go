@@ -23,7 +23,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gowq/wq"
-	"github.com/gowq/wq/internal/sched"
 	"github.com/gowq/wq/lab/stats"
 )
 
@@ -130,13 +129,13 @@ func lockWaits() int64 {
 	return n
 }
 
-// clockOffset returns CLOCK_MONOTONIC (sched.Nanotime, the stages'
+// clockOffset returns CLOCK_MONOTONIC (wq.MonotonicNow, the stages'
 // clock) minus stats.Now(), from the closest of a few paired reads.
 func clockOffset() int64 {
 	var off, best int64 = 0, math.MaxInt64
 	for range 5 {
 		a := stats.Now()
-		m := sched.Nanotime()
+		m := wq.MonotonicNow()
 		b := stats.Now()
 		if b-a < best {
 			best, off = b-a, m-(a+b)/2

@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gowq/wq"
-	"github.com/gowq/wq/internal/sched"
 	"github.com/gowq/wq/lab/stats"
 )
 
@@ -84,10 +85,10 @@ func TestStatReader(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	a := r.read()
-	sched.Nanosleep(2_000_000)
+	wq.SleepThread(2 * time.Millisecond)
 	b := r.read()
-	if !a.ok || !b.ok || a.tid != b.tid || a.tid != sched.Gettid() {
-		t.Fatalf("readings %+v %+v on tid %d", a, b, sched.Gettid())
+	if !a.ok || !b.ok || a.tid != b.tid || a.tid != unix.Gettid() {
+		t.Fatalf("readings %+v %+v on tid %d", a, b, unix.Gettid())
 	}
 	if b.nvcsw <= a.nvcsw || b.runDelay < a.runDelay {
 		t.Errorf("after a 2 ms sleep: nvcsw %d -> %d, run_delay %d -> %d", a.nvcsw, b.nvcsw, a.runDelay, b.runDelay)

@@ -1,6 +1,6 @@
 // Package wake measures queue-to-start latency of every gowq worker class
 // and of the usual Go executors against the raw wake-up probe (two C
-// threads handing a token through a futex, internal/sched/probe), under
+// threads handing a token through a futex, lab/probe), under
 // CPU load: issue 3's measurement of the wake path, with issue 9's Go
 // peers and issue 14's queuer and in-process load options.
 //
@@ -28,10 +28,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gowq/wq"
-	"github.com/gowq/wq/internal/sched"
-	"github.com/gowq/wq/internal/sched/probe"
 	"github.com/gowq/wq/lab/baseline"
 	"github.com/gowq/wq/lab/driver"
+	"github.com/gowq/wq/lab/probe"
 	"github.com/gowq/wq/lab/stats"
 )
 
@@ -176,8 +175,8 @@ func Configs() []string {
 }
 
 // ErrInvalidOption is returned by Run and Options.Validate for a bad
-// option; test with errors.Is.
-var ErrInvalidOption = errors.New("wake: invalid option")
+// option; test with errors.Is. It wraps driver.ErrInvalidOption.
+var ErrInvalidOption = driver.InvalidOption("wake")
 
 // Validate checks o without running anything, after defaults. It returns
 // an error wrapping ErrInvalidOption that names the bad value, or nil.
@@ -187,14 +186,11 @@ func (o Options) Validate() error {
 }
 
 func (o Options) normalize() (Options, error) {
-	if o.Samples == 0 {
-		o.Samples = DefaultSamples
-	}
-	if o.Gap == 0 {
-		o.Gap = DefaultGap
-	}
-	if o.Slice == 0 {
-		o.Slice = DefaultSlice
+	c, err := driver.Counted{Samples: o.Samples, Gap: o.Gap, Slice: o.Slice}.Normalize(
+		driver.Counted{Samples: DefaultSamples, Gap: DefaultGap, Slice: DefaultSlice}, MaxSamples, ErrInvalidOption)
+	o.Samples, o.Gap, o.Slice = c.Samples, c.Gap, c.Slice
+	if err != nil {
+		return o, err
 	}
 	if o.Load == "" {
 		o.Load = LoadNone
@@ -203,12 +199,6 @@ func (o Options) normalize() (Options, error) {
 		o.Queuer = QueuerOther
 	}
 	switch {
-	case o.Samples < 1 || o.Samples > MaxSamples:
-		return o, fmt.Errorf("%w: samples %d (want 1..%d)", ErrInvalidOption, o.Samples, MaxSamples)
-	case o.Slice < 1:
-		return o, fmt.Errorf("%w: slice %d (want >= 1)", ErrInvalidOption, o.Slice)
-	case o.Gap < 0:
-		return o, fmt.Errorf("%w: negative gap %v", ErrInvalidOption, o.Gap)
 	case o.GoLoad < 0 || o.GoLoad > MaxGoLoad:
 		return o, fmt.Errorf("%w: go-load %d (want 0..%d)", ErrInvalidOption, o.GoLoad, MaxGoLoad)
 	case o.GCLoad < 0 || o.GCLoad > MaxGCLoad:
@@ -226,29 +216,10 @@ func (o Options) normalize() (Options, error) {
 	default:
 		return o, fmt.Errorf("%w: unknown queuer %q (want other or fifo)", ErrInvalidOption, o.Queuer)
 	}
-	for _, n := range o.Configs {
-		found := false
-		for _, c := range configs {
-			found = found || c.name == n
-		}
-		if !found {
-			return o, fmt.Errorf("%w: unknown config %q (want one of: %s)", ErrInvalidOption, n, strings.Join(Configs(), ", "))
-		}
-	}
-	return o, nil
+	return o, driver.CheckConfigs(o.Configs, Configs(), ErrInvalidOption)
 }
 
-func (o Options) wants(name string) bool {
-	if len(o.Configs) == 0 {
-		return true
-	}
-	for _, n := range o.Configs {
-		if n == name {
-			return true
-		}
-	}
-	return false
-}
+func (o Options) wants(name string) bool { return driver.Wants(o.Configs, name) }
 
 // row is one configuration while it runs.
 type row struct {
@@ -332,7 +303,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		case KindProbe:
 			switch {
 			case c.probe == probe.FIFO:
-				if err := sched.CheckRT(1); err != nil {
+				if err := wq.CheckRT(1); err != nil {
 					r.res.Skipped = err.Error()
 				}
 			case o.Queuer == QueuerFIFO:
@@ -404,50 +375,44 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 // queuer is the thread that queues every item: locked, pinned, and
 // SCHED_FIFO for QueuerFIFO. It runs requests one at a time.
 type queuer struct {
+	*driver.Thread
 	cpu  int
 	fifo bool
 	prio int
 	desc string
-	reqs chan func()
 	ex   *explainer // explain mode, else nil
 }
 
 func startQueuer(cpu int, kind Queuer) (*queuer, error) {
-	q := &queuer{cpu: cpu, fifo: kind == QueuerFIFO, prio: wq.RTPriority(), reqs: make(chan func())}
-	ready := make(chan error, 1)
-	sched.GoLocked(func() {
+	q := &queuer{cpu: cpu, fifo: kind == QueuerFIFO, prio: wq.RTPriority()}
+	t, err := driver.StartThread(func() error {
 		desc := fmt.Sprintf("pinned to cpu%d", cpu)
-		if err := sched.SetAffinity(0, []int{cpu}); err != nil {
+		if err := wq.SetThreadAffinity([]int{cpu}); err != nil {
 			desc = fmt.Sprintf("not pinned (%v)", err)
 		}
 		if q.fifo {
-			if err := sched.SetAttr(0, sched.Attr{Policy: sched.PolicyFIFO, Priority: q.prio}); err != nil {
-				ready <- fmt.Errorf("wake: --queuer fifo: %w", err)
-				return
+			if err := wq.SetThreadAttr(wq.ThreadAttr{Policy: wq.ThreadFIFO, Priority: q.prio}); err != nil {
+				return fmt.Errorf("wake: --queuer fifo: %w", err)
 			}
 			q.desc = fmt.Sprintf("SCHED_FIFO %d, %s", q.prio, desc)
 		} else {
 			q.desc = "SCHED_OTHER, " + desc
 		}
-		ready <- nil
-		for fn := range q.reqs {
-			fn()
-		}
+		return nil
 	})
-	if err := <-ready; err != nil {
+	if err != nil {
 		return nil, err
 	}
+	q.Thread = t
 	return q, nil
 }
 
-func (q *queuer) stop() { close(q.reqs) }
+func (q *queuer) stop() { q.Stop() }
 
 // measure records n samples of r on the queuer thread.
 func (q *queuer) measure(r *row, n int, gap time.Duration) error {
 	var err error
-	done := make(chan struct{})
 	body := func() {
-		defer close(done)
 		switch r.c.kind {
 		case KindProbe:
 			err = q.runProbe(r, n, gap)
@@ -472,11 +437,15 @@ func (q *queuer) measure(r *row, n int, gap time.Duration) error {
 		// one, unlocked and unpinned. (A locked thread that yields hands
 		// its P to another thread and back, tens of us per Gosched, which
 		// would be charged to the executor.)
-		go body()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			body()
+		}()
+		<-done
 	} else {
-		q.reqs <- body
+		q.Do(body)
 	}
-	<-done
 	return err
 }
 
@@ -490,7 +459,7 @@ func (q *queuer) runProbe(r *row, n int, gap time.Duration) error {
 		if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
 			return fmt.Errorf("sched_setattr FIFO for the probe's waker: %w", err)
 		}
-		defer sched.SetAttr(0, sched.Attr{Policy: sched.PolicyFIFO, Priority: q.prio})
+		defer wq.SetThreadAttr(wq.ThreadAttr{Policy: wq.ThreadFIFO, Priority: q.prio})
 	}
 	lat, err := probe.Run(probe.Options{N: n, Policy: r.c.probe, Priority: 1, WaiterCPU: q.cpu, WakerCPU: q.cpu, Gap: gap})
 	if err != nil {
@@ -540,7 +509,7 @@ func (q *queuer) loop(r *row, n int, gap time.Duration, setup func(fn func()) (q
 		return
 	}
 	var start, fin atomic.Int64
-	var pk sched.Parker
+	var pk wq.Parker
 	fn := func() {
 		start.Store(stats.Now())
 		if q.fifo {
@@ -553,7 +522,7 @@ func (q *queuer) loop(r *row, n int, gap time.Duration, setup func(fn func()) (q
 		if gap > 0 {
 			// nanosleep(2), as the probe's waker: a Go timer under 1 ms
 			// often fires a whole ms late on an idle process.
-			sched.Nanosleep(int64(gap))
+			wq.SleepThread(gap)
 		}
 		start.Store(0)
 		fin.Store(0)
@@ -567,7 +536,7 @@ func (q *queuer) loop(r *row, n int, gap time.Duration, setup func(fn func()) (q
 	}
 }
 
-func (q *queuer) wait(pk *sched.Parker) {
+func (q *queuer) wait(pk *wq.Parker) {
 	if q.fifo {
 		pk.Park()
 	} else {
@@ -578,7 +547,7 @@ func (q *queuer) wait(pk *sched.Parker) {
 func (q *queuer) waitDone(fin *atomic.Int64, idle func() bool) {
 	for fin.Load() == 0 || (idle != nil && !idle()) {
 		if q.fifo {
-			sched.Nanosleep(10_000)
+			wq.SleepThread(10 * time.Microsecond)
 		} else {
 			runtime.Gosched()
 		}
@@ -592,7 +561,7 @@ func (q *queuer) waitDone(fin *atomic.Int64, idle func() bool) {
 func (q *queuer) loopExplain(r *row, n int, gap time.Duration, setup func(fn func()) (queue func(), idle func() bool)) {
 	x := q.ex
 	var start, fin atomic.Int64
-	var pk sched.Parker
+	var pk wq.Parker
 	var st, end threadStat // written by fn before fin, read after
 	fn := func() {
 		start.Store(stats.Now())
@@ -619,7 +588,7 @@ func (q *queuer) loopExplain(r *row, n int, gap time.Duration, setup func(fn fun
 	}
 	for i := 0; i < n; i++ {
 		if gap > 0 {
-			sched.Nanosleep(int64(gap))
+			wq.SleepThread(gap)
 		}
 		if pools && (i == 0 || pend) {
 			lw, span = lockWaits(), 0
@@ -652,7 +621,7 @@ func (q *queuer) loopExplain(r *row, n int, gap time.Duration, setup func(fn fun
 	}
 	if pools && pend {
 		if gap > 0 {
-			sched.Nanosleep(int64(gap))
+			wq.SleepThread(gap)
 		}
 		x.lockReading(r, lockWaits())
 	}
@@ -688,16 +657,7 @@ func (r *Result) get(name string) *Row {
 func (r *Result) WriteTable(w io.Writer) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "queue-to-start latency, load: %s", r.Load)
-	if r.LoadName != "" && r.LoadName != string(r.Load) {
-		fmt.Fprintf(&b, " (%s)", r.LoadName)
-	}
-	if len(r.LoadPct) > 0 {
-		parts := make([]string, len(r.LoadPct))
-		for i, p := range r.LoadPct {
-			parts[i] = fmt.Sprintf("cpu%d %.0f%%", i, p)
-		}
-		fmt.Fprintf(&b, " (CPUs busy: %s)", strings.Join(parts, " "))
-	}
+	driver.WriteLoad(&b, string(r.Load), r.LoadName, r.LoadPct)
 	b.WriteByte('\n')
 	fmt.Fprintf(&b, "queuer: %s; in-process load: %d spinning goroutines (GOMAXPROCS %d)\n", r.QueuerOn, r.GoLoad, runtime.GOMAXPROCS(0))
 	if r.GCLoad > 0 || r.GOGC != "" || r.Mlock {
@@ -714,7 +674,7 @@ func (r *Result) WriteTable(w io.Writer) {
 	for i := range r.Rows {
 		row := &r.Rows[i]
 		if row.Skipped != "" {
-			lines = append(lines, driver.Line{Cells: []string{row.Config}, Skipped: true, Skip: firstLine(row.Skipped)})
+			lines = append(lines, driver.Line{Cells: []string{row.Config}, Skipped: true, Skip: driver.ShortReason(row.Skipped)})
 			continue
 		}
 		s := row.Summary
@@ -772,14 +732,4 @@ func (r *Result) WriteTable(w io.Writer) {
 		r.Explain.write(&b)
 	}
 	io.WriteString(w, b.String())
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, ':'); i > 0 && i < 60 {
-		return s[:i]
-	}
-	if len(s) > 60 {
-		return s[:60]
-	}
-	return s
 }

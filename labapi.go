@@ -1,0 +1,161 @@
+package wq
+
+// Thread tools for measuring the library: the calls a benchmark or the
+// lab (github.com/gowq/wq/lab) needs to drive workqueues the way a
+// latency-critical program would, from a thread of its own with a chosen
+// CPU and class, and to hand a token between threads with the futex the
+// workers themselves park on. They wrap the same code the workers use
+// (internal/sched), so a measurement goes through the library's own
+// thread and wake primitives, and only internal/sched makes the system
+// calls.
+
+import (
+	"errors"
+	"time"
+
+	"github.com/gowq/wq/internal/sched"
+	"github.com/gowq/wq/internal/topology"
+)
+
+// ThreadAttr is a scheduling class: a policy (ThreadNormal with a nice
+// value, or ThreadFIFO with an RT priority 1..99). It is comparable.
+type ThreadAttr = sched.Attr
+
+// The policies of ThreadAttr.
+const (
+	ThreadNormal = sched.PolicyNormal // SCHED_OTHER (SCHED_NORMAL), at ThreadAttr.Nice
+	ThreadFIFO   = sched.PolicyFIFO   // SCHED_FIFO, at ThreadAttr.Priority
+)
+
+// ClassBlocker is one thing that keeps this process from a scheduling
+// class (DiagnoseClass): its Cause (a capability, an rlimit, a cgroup's
+// RT budget, sched_rt_runtime_us, seccomp), the Detail found and the Fix.
+// It is comparable; String gives "Cause: Detail; fix: Fix".
+type ClassBlocker = sched.Blocker
+
+// CPUSet is a set of CPU ids, as the kernel's struct cpumask. The zero
+// value is the empty set; the set operations (And, Or, ...) return new
+// sets, so a CPUSet is safe to copy and to share between goroutines.
+type CPUSet = topology.CPUSet
+
+// NewCPUSet returns the set of the given CPU ids; ids outside the range a
+// CPU id can have are ignored.
+func NewCPUSet(cpus ...int) CPUSet { return topology.NewCPUSet(cpus...) }
+
+// ParseCPUList parses a CPU list as Linux prints it ("0-3,8,10-11", and
+// the stride form "0-7:1/2"); the empty string is the empty set. It
+// returns an error for a malformed list or an id beyond the largest CPU
+// id the library handles.
+func ParseCPUList(list string) (CPUSet, error) { return topology.ParseList(list) }
+
+// GoThread runs fn on a new goroutine locked to an OS thread of its own,
+// never the process's main thread, as the library starts its workers. The
+// thread is destroyed when fn returns (it never goes back to the Go
+// runtime), so the affinity and class fn sets on it with
+// SetThreadAffinity and SetThreadAttr never reach another goroutine. It
+// does not block. Mirrors kthread_run's dedicated thread.
+func GoThread(fn func()) { sched.GoLocked(fn) }
+
+// SetThreadAffinity pins the calling thread to cpus
+// (sched_setaffinity(2) on the thread). Call it only on a thread started
+// by GoThread, whose changed attributes die with it. An empty list is an
+// error; so is a list with no online CPU the process may use.
+func SetThreadAffinity(cpus []int) error { return sched.SetAffinity(0, cpus) }
+
+// SetThreadAttr sets the calling thread's class a (sched_setattr(2),
+// with SCHED_RESET_ON_FORK so that its children do not inherit an RT
+// policy). Call it only on a thread started by GoThread. It returns an
+// error wrapping ErrPermission when the process lacks the privilege (see
+// DiagnoseClass), and an error for a nice outside -20..19. Mirrors
+// sched_set_fifo_low() / set_user_nice().
+func SetThreadAttr(a ThreadAttr) error { return permitted(sched.SetAttr(0, a)) }
+
+// CheckRT reports whether this process may run threads at SCHED_FIFO
+// priority prio, as far as privilege goes: nil with CAP_SYS_NICE or
+// RLIMIT_RTPRIO >= prio, else an error wrapping ErrPermission that names
+// the cause and how to grant it. It makes no thread and changes nothing;
+// a cgroup without an RT budget is found by DiagnoseClass, not here.
+func CheckRT(prio int) error { return permitted(sched.CheckRT(prio)) }
+
+// CheckNice reports whether this process may lower a thread's nice to
+// nice: nil with CAP_SYS_NICE, for nice >= 0, or when RLIMIT_NICE allows
+// it; else an error wrapping ErrPermission that names the cause and how
+// to grant it. It changes nothing.
+func CheckNice(nice int) error { return permitted(sched.CheckNice(nice)) }
+
+// HasCapSysNice reports whether the process holds CAP_SYS_NICE in its
+// effective capability set (capget(2)); root normally does.
+func HasCapSysNice() bool { return sched.HasCapSysNice() }
+
+// DiagnoseClass returns what stands between this process and class a:
+// every blocker found (capabilities, rlimits, seccomp, the cpu cgroup's
+// RT budget and its ancestors', kernel.sched_rt_runtime_us), most likely
+// first; none when the class can be used as far as can be told without
+// trying. It makes no thread, blocks for a few small file reads under
+// /proc and /sys, and is safe from any goroutine. Files that cannot be
+// read count as imposing nothing.
+func DiagnoseClass(a ThreadAttr) []ClassBlocker { return sched.DiagnoseClass(a) }
+
+// CurrentCPU returns the CPU the calling thread runs on at this instant
+// (0 if it cannot tell); stale as soon as it returns unless the thread is
+// pinned. About 20 ns where the CPU has RDPID or RDTSCP (no system
+// call), else getcpu(2). Mirrors raw_smp_processor_id(), as QueueOn's
+// choice of CPU for Queue does.
+func CurrentCPU() int { return sched.GetCPU() }
+
+// SleepThread blocks the calling thread for d with
+// clock_nanosleep(CLOCK_MONOTONIC), restarting after a signal until d is
+// up. Unlike time.Sleep no Go timer and no other thread's wake-up stand
+// on the way back, so a short pause ends within microseconds of its
+// deadline on a pinned or SCHED_FIFO thread. d <= 0 returns at once.
+func SleepThread(d time.Duration) { sched.Nanosleep(int64(d)) }
+
+// MonotonicNow returns CLOCK_MONOTONIC in ns, read through the vDSO (no
+// system call): the clock of Stages' timestamps. Never blocks.
+func MonotonicNow() int64 { return sched.Nanotime() }
+
+// ThreadCPUTime returns the CPU time thread tid of this process has
+// consumed (its thread CPU clock, the sum_exec_runtime the kernel's
+// wq_worker_tick reads), in ns resolution. One system call; an error
+// when tid is not a thread of this process.
+func ThreadCPUTime(tid int) (time.Duration, error) {
+	ns, err := sched.ThreadCPUTime(tid)
+	return time.Duration(ns), err
+}
+
+// Parker hands a token from any goroutine to one thread through a futex,
+// the primitive a worker parks on between items: Unpark makes the next
+// Park return (at once if it came first), as a binary semaphore. Park
+// blocks the calling thread in futex_wait, not the Go scheduler, so a
+// thread woken by Unpark runs as soon as the kernel runs it. Park must be
+// called by one thread at a time; Unpark is safe from any goroutine. The
+// zero value is ready to use; a Parker must not be copied after first
+// use.
+type Parker struct{ p sched.Parker }
+
+// Park blocks the calling thread in futex_wait until Unpark is called,
+// or returns at once when an Unpark came since the last Park; it
+// consumes that token. While it sleeps the Go runtime gives the thread's
+// P to other goroutines.
+func (p *Parker) Park() { p.p.Park() }
+
+// Unpark wakes the thread in Park, or lets the next Park return at once.
+// It never blocks.
+func (p *Parker) Unpark() { p.p.Unpark() }
+
+// permittedError is an error of internal/sched that also matches
+// ErrPermission, with the same text: the causes and remedies it names
+// are the message.
+type permittedError struct{ err error }
+
+func (e permittedError) Error() string        { return e.err.Error() }
+func (e permittedError) Unwrap() error        { return e.err }
+func (e permittedError) Is(target error) bool { return target == ErrPermission }
+
+// permitted makes an EPERM of internal/sched match ErrPermission too.
+func permitted(err error) error {
+	if err != nil && errors.Is(err, sched.ErrPermission) {
+		return permittedError{err}
+	}
+	return err
+}
