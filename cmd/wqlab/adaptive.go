@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -58,17 +57,7 @@ the per-CPU row of its class.`,
 				return err
 			}
 			fmt.Fprintf(stderr, "adaptive: measuring %d samples per row and load...\n", samples)
-			res, err := adaptive.Run(cmd.Context(), o)
-			if err != nil {
-				return &runFailure{err: err}
-			}
-			if asJSON {
-				enc := json.NewEncoder(stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(res)
-			}
-			res.WriteTable(stdout)
-			return nil
+			return runExperiment(cmd.Context(), adaptive.Experiment(o), asJSON, "", stdout)
 		},
 	}
 	cmd.Flags().StringSliceVar(&loads, "load", []string{"hog", "none"}, "loads, in order: hog (two nice -20 hogs on cpu0), none (idle)")

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gowq/wq/lab/doctor"
+	"github.com/gowq/wq/lab/driver"
 	"github.com/gowq/wq/lab/scenario"
 )
 
@@ -172,8 +173,10 @@ func runSuite(ctx context.Context, f *runFlags, stdout, stderr io.Writer) error 
 	if f.list {
 		return listCatalog(stdout)
 	}
-	if len(f.scenarios) == 1 && f.scenarios[0] == scenario.Blocking {
-		return scenario.RunBlocking(ctx, stdout)
+	// An experiment that runs alone (the blocking bursts) takes none of
+	// the suite's options, so they are not checked for it.
+	if e := scenario.Experiment(scenario.Options{Scenarios: f.scenarios}); e.Name() != scenario.Suite {
+		return runExperiment(ctx, e, f.json, f.out, stdout)
 	}
 	o, err := f.options()
 	if err != nil {
@@ -200,18 +203,16 @@ func runSuite(ctx context.Context, f *runFlags, stdout, stderr io.Writer) error 
 		if p.Phase == scenario.PhaseDone && p.Result != nil {
 			ui.finish()
 			fmt.Fprintln(both)
-			p.Result.WriteTable(both)
-			if p.Result.Name == scenario.Verity && !p.Result.Skipped {
-				writeVerityFio(both, p.Result)
-			}
+			p.Result.WriteSection(both)
 		}
 	}
-	res, runErr := scenario.Run(ctx, o)
+	r, runErr := scenario.Experiment(o).Run(ctx)
 	ui.finish()
-	if res == nil {
+	if r == nil {
 		return &runFailure{runErr}
 	}
-	fmt.Fprint(both, summary(res))
+	res := r.(*scenario.Results)
+	fmt.Fprint(both, res.Summary())
 
 	var werr error
 	if f.out != "" {
@@ -230,6 +231,47 @@ func runSuite(ctx context.Context, f *runFlags, stdout, stderr io.Writer) error 
 		return &runFailure{fmt.Errorf("run interrupted (%w); partial results were kept", runErr)}
 	case werr != nil:
 		return &runFailure{werr}
+	}
+	return nil
+}
+
+// runExperiment runs e the way every wqlab experiment runs: Validate
+// (its error is a usage error), Run, then the table on stdout, or the
+// JSON document with asJSON. With out != "" it also writes <name>.json
+// and <name>.txt (the table) into the directory out.
+func runExperiment(ctx context.Context, e driver.Experiment, asJSON bool, out string, stdout io.Writer) error {
+	if err := e.Validate(); err != nil {
+		return err
+	}
+	res, err := e.Run(ctx)
+	if err != nil {
+		return &runFailure{err: err}
+	}
+	if asJSON {
+		if err := res.WriteJSON(stdout); err != nil {
+			return &runFailure{err: err}
+		}
+	} else {
+		res.WriteTable(stdout)
+	}
+	if out == "" {
+		return nil
+	}
+	var txt, js bytes.Buffer
+	res.WriteTable(&txt)
+	err = res.WriteJSON(&js)
+	if err == nil {
+		err = os.MkdirAll(out, 0o755)
+	}
+	if err == nil {
+		err = errors.Join(os.WriteFile(filepath.Join(out, e.Name()+".json"), js.Bytes(), 0o644),
+			os.WriteFile(filepath.Join(out, e.Name()+".txt"), txt.Bytes(), 0o644))
+	}
+	if err != nil {
+		return &runFailure{err: fmt.Errorf("writing %s: %w", out, err)}
+	}
+	if !asJSON {
+		fmt.Fprintf(stdout, "\nresults written to %s/ (%s.json, %s.txt)\n", out, e.Name(), e.Name())
 	}
 	return nil
 }
@@ -273,28 +315,6 @@ func header(m scenario.Machine, o scenario.Options) string {
 	}
 	if strings.Contains(","+sc+",", ","+scenario.Throughput+",") {
 		b.WriteString("(throughput is count-based and runs with no antagonist: --duration and --antagonist do not apply to it)\n")
-	}
-	return b.String()
-}
-
-func writeVerityFio(w io.Writer, s *scenario.ScenarioResult) {
-	ids := []string{s.Default}
-	if s.Verdict.BestRT != "" && s.Verdict.BestRT != s.Default {
-		ids = append(ids, s.Verdict.BestRT)
-	}
-	fmt.Fprintln(w, "\nfio-style completion latency (all rows in verity-fio.txt):")
-	s.WriteFio(w, ids...)
-}
-
-func summary(res *scenario.Results) string {
-	var b strings.Builder
-	b.WriteString("\n== summary ==\n")
-	for _, s := range res.Scenarios {
-		if s.Skipped {
-			fmt.Fprintf(&b, "%-8s skipped: %s\n", s.Name, s.SkipReason)
-			continue
-		}
-		fmt.Fprintf(&b, "%-8s %s\n", s.Name, s.Verdict.Text)
 	}
 	return b.String()
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -70,17 +69,7 @@ normal class's p99 at least 10x RT's, and the best RT row's max within 10x
 			}
 			fmt.Fprintf(stderr, "wake: measuring %d samples of %d configurations under load %q, queuer %s, go-load %d, gc-load %d MiB/s, explain %v...\n",
 				samples, rows, load, o.Queuer, goLoad, o.GCLoad, o.Explain)
-			res, err := wake.Run(cmd.Context(), o)
-			if err != nil {
-				return &runFailure{err: err}
-			}
-			if asJSON {
-				enc := json.NewEncoder(stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(res)
-			}
-			res.WriteTable(stdout)
-			return nil
+			return runExperiment(cmd.Context(), wake.Experiment(o), asJSON, "", stdout)
 		},
 	}
 	cmd.Flags().StringVar(&load, "load", "hogs", "antagonist: hogs, burners or none")

@@ -29,6 +29,10 @@ import (
 	"github.com/gowq/wq/lab/stats"
 )
 
+// Name is the experiment's name: the wqlab subcommand, and the schema
+// of its JSON document is driver.Schema(Name).
+const Name = "adaptive"
+
 // Load names an antagonist.
 type Load string
 
@@ -139,6 +143,7 @@ type Table struct {
 
 // Result is a whole run.
 type Result struct {
+	Schema   string  `json:"schema"`    // driver.Schema(Name), set by WriteJSON
 	CPU      int     `json:"cpu"`       // the queueing (and hogged) CPU
 	QueuerOn string  `json:"queuer_on"` // how the queueing thread ran
 	Samples  int     `json:"samples"`
@@ -151,6 +156,14 @@ type row struct {
 	samples *stats.Samples
 	perCPU  map[int]int64
 	q       *wq.Workqueue
+}
+
+// Experiment returns `wqlab adaptive` with options o as a driver.Experiment
+// named Name: its Validate is o.Validate, its Run is Run(ctx, o) and
+// its Result a *Result.
+func Experiment(o Options) driver.Experiment {
+	run := func(ctx context.Context) (*Result, error) { return Run(ctx, o) }
+	return driver.Func[*Result]{ID: Name, Rows: Configs(), Check: o.Validate, Measure: run}
 }
 
 // Run measures every selected configuration under each load. It blocks
@@ -319,6 +332,14 @@ func (r *Table) get(name string) *Row {
 		}
 	}
 	return nil
+}
+
+// WriteJSON writes r as one indented JSON document whose "schema" is
+// driver.Schema(Name) (adaptive's fields: Result's JSON tags, latencies
+// in us). It returns w's error.
+func (r *Result) WriteJSON(w io.Writer) error {
+	r.Schema = driver.Schema(Name)
+	return driver.WriteJSON(w, r)
 }
 
 // WriteTable prints each load's box table (p50, p99, max queue-to-start

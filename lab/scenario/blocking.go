@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/lab/driver"
 )
 
 // Blocking is the name of the blocking-items scenario (issue 12). It is not
@@ -23,12 +24,23 @@ const Blocking = "blocking"
 // BlockingBurst is one measured burst: Config, Kind and N name it; the
 // times run from the first Queue to Flush returning, in ns.
 type BlockingBurst struct {
-	Config, Kind string
-	N            int
-	ColdNs       int64
-	WarmNs       int64
-	Skip         string // why the row was skipped, if it was
-	MonitorCPUNs int64  // CPU time of the CM monitor thread during the two bursts (per-CPU rows)
+	Config       string `json:"config"`
+	Kind         string `json:"kind"` // how each item blocks: "time.Sleep", "nanosleep" or "pipe read"
+	N            int    `json:"n"`
+	ColdNs       int64  `json:"cold_ns"`
+	WarmNs       int64  `json:"warm_ns"`
+	Skip         string `json:"skipped,omitempty"` // why the row was skipped, if it was
+	MonitorCPUNs int64  `json:"monitor_cpu_ns"`    // CPU time of the CM monitor thread during the two bursts (per-CPU rows)
+}
+
+// BlockingResult is the blocking experiment's result: every burst, and
+// the CM monitor's CPU use while idle, in us per second. Its JSON
+// document has the schema driver.Schema(Blocking) (see the package doc).
+type BlockingResult struct {
+	Schema          string          `json:"schema"` // driver.Schema(Blocking), set by WriteJSON
+	Bursts          []BlockingBurst `json:"bursts"`
+	IdleLightUsPerS float64         `json:"cm_idle_light_us_per_s"` // the first second after work (2 ms polls)
+	IdleDeepUsPerS  float64         `json:"cm_idle_deep_us_per_s"`  // the two seconds after (deep idle)
 }
 
 // blockKinds are the ways an item blocks for blockFor.
@@ -36,28 +48,53 @@ var blockKinds = []string{"time.Sleep", "nanosleep", "pipe read"}
 
 const blockFor = time.Millisecond
 
-// RunBlocking measures bursts of N = 10, 100, 1000 items that each block
-// for 1 ms, for every queue class and a go statement per item, and prints
-// the table with ratios. All rows come from the same run. Cold is the
-// first burst on a fresh queue (and pool: no workers yet), warm the second.
-func RunBlocking(ctx context.Context, w io.Writer) error {
-	configs := []struct {
-		name  string
-		flags wq.Flags
-		goRow bool
-	}{
-		{"per-CPU normal", wq.PerCPU, false},
-		{"per-CPU RT", wq.PerCPU | wq.RT, false},
-		{"unbound normal", wq.Unbound, false},
-		{"unbound RT", wq.Unbound | wq.RT, false},
-		{"go statement", 0, true},
+// blockingConfigs are the rows of the blocking experiment.
+var blockingConfigs = []struct {
+	name  string
+	flags wq.Flags
+	goRow bool
+}{
+	{"per-CPU normal", wq.PerCPU, false},
+	{"per-CPU RT", wq.PerCPU | wq.RT, false},
+	{"unbound normal", wq.Unbound, false},
+	{"unbound RT", wq.Unbound | wq.RT, false},
+	{"go statement", 0, true},
+}
+
+func blockingConfigNames() []string {
+	var out []string
+	for _, c := range blockingConfigs {
+		out = append(out, c.name)
 	}
+	return out
+}
+
+// RunBlocking measures the blocking bursts (MeasureBlocking) and prints
+// the table with ratios (BlockingResult.WriteTable). It returns ctx.Err()
+// when ctx ends, having printed nothing.
+func RunBlocking(ctx context.Context, w io.Writer) error {
+	res, err := MeasureBlocking(ctx)
+	if err != nil {
+		return err
+	}
+	res.WriteTable(w)
+	return nil
+}
+
+// MeasureBlocking measures bursts of N = 10, 100, 1000 items that each
+// block for 1 ms, for every queue class and a go statement per item. All
+// rows come from the same run. Cold is the first burst on a fresh queue
+// (and pool: no workers yet), warm the second. A queue that cannot be
+// allocated (no privilege for RT) gives a skipped row. It blocks for the
+// bursts and 3 s of idle measurement, and returns ctx.Err() when ctx
+// ends.
+func MeasureBlocking(ctx context.Context) (*BlockingResult, error) {
 	var rows []BlockingBurst
 	for _, kind := range blockKinds {
 		for _, n := range []int{10, 100, 1000} {
-			for _, c := range configs {
+			for _, c := range blockingConfigs {
 				if ctx.Err() != nil {
-					return ctx.Err()
+					return nil, ctx.Err()
 				}
 				r := BlockingBurst{Config: c.name, Kind: kind, N: n}
 				if c.goRow {
@@ -82,8 +119,22 @@ func RunBlocking(ctx context.Context, w io.Writer) error {
 		}
 	}
 	idleLight, idleDeep := idleMonitorCPU()
-	writeBlockingTable(w, rows, idleLight, idleDeep)
-	return nil
+	return &BlockingResult{Bursts: rows, IdleLightUsPerS: idleLight, IdleDeepUsPerS: idleDeep}, nil
+}
+
+// WriteTable prints the bursts' table: per burst cold and warm ms, their
+// ratios to the unbound row of the same class and to the go statement
+// (lower is better), and the CM monitor's CPU per item; then the
+// monitor's idle CPU.
+func (r *BlockingResult) WriteTable(w io.Writer) {
+	writeBlockingTable(w, r.Bursts, r.IdleLightUsPerS, r.IdleDeepUsPerS)
+}
+
+// WriteJSON writes r as one indented JSON document whose "schema" is
+// driver.Schema(Blocking). It returns w's error.
+func (r *BlockingResult) WriteJSON(w io.Writer) error {
+	r.Schema = driver.Schema(Blocking)
+	return driver.WriteJSON(w, r)
 }
 
 func writeBlockingTable(w io.Writer, rows []BlockingBurst, idleLight, idleDeep float64) {

@@ -7,14 +7,16 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/gowq/wq/lab/driver"
 )
 
 // Errors returned by this package; test with errors.Is.
 var (
 	// ErrInvalidOption is returned by Options.Validate and Run for an
 	// unknown scenario or configuration, a negative duration, an unknown
-	// antagonist, or a bad size.
-	ErrInvalidOption = errors.New("scenario: invalid option")
+	// antagonist, or a bad size. It wraps driver.ErrInvalidOption.
+	ErrInvalidOption = driver.InvalidOption("scenario")
 	// ErrSchema is returned by ReadJSON for a document that is not a wqlab
 	// results document of a schema version this package reads.
 	ErrSchema = errors.New("scenario: not a wqlab results document")

@@ -34,6 +34,10 @@ import (
 	"github.com/gowq/wq/lab/stats"
 )
 
+// Name is the experiment's name: the wqlab subcommand, and the
+// schema of its JSON document is driver.Schema(Name).
+const Name = "wake"
+
 // Load names an antagonist.
 type Load string
 
@@ -121,6 +125,7 @@ type Row struct {
 
 // Result is a whole run.
 type Result struct {
+	Schema   string    `json:"schema"` // driver.Schema(Name), set by WriteJSON
 	Load     Load      `json:"load"`
 	LoadName string    `json:"load_name,omitempty"` // what ran, e.g. "8 burners at 90% (qsort)"
 	LoadNote string    `json:"load_note,omitempty"` // a fallback the load took
@@ -233,6 +238,14 @@ type row struct {
 	warm    bool       // explain: the unrecorded first item ran
 	work    *wq.Work   // gowq: the item of the current slice
 	slot    stageSlot  // explain, gowq: the library's stages of the current sample
+}
+
+// Experiment returns `wqlab wake` with options o as a driver.Experiment
+// named Name: its Validate is o.Validate, its Run is Run(ctx, o) and
+// its Result a *Result.
+func Experiment(o Options) driver.Experiment {
+	run := func(ctx context.Context) (*Result, error) { return Run(ctx, o) }
+	return driver.Func[*Result]{ID: Name, Rows: Configs(), Check: o.Validate, Measure: run}
 }
 
 // Run measures every selected configuration. It blocks for about
@@ -645,6 +658,14 @@ func (r *Result) get(name string) *Row {
 		}
 	}
 	return nil
+}
+
+// WriteJSON writes r as one indented JSON document whose "schema" is
+// driver.Schema(Name) (wake's fields: Result's JSON tags, latencies
+// in us). It returns w's error.
+func (r *Result) WriteJSON(w io.Writer) error {
+	r.Schema = driver.Schema(Name)
+	return driver.WriteJSON(w, r)
 }
 
 // WriteTable prints the result as a box table (driver.WriteBox): per row

@@ -1,0 +1,73 @@
+package driver_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"slices"
+	"testing"
+
+	"github.com/gowq/wq/lab/adaptive"
+	"github.com/gowq/wq/lab/driver"
+	"github.com/gowq/wq/lab/scenario"
+	"github.com/gowq/wq/lab/wake"
+)
+
+type fakeResult struct{}
+
+func (*fakeResult) WriteTable(io.Writer)      {}
+func (*fakeResult) WriteJSON(io.Writer) error { return nil }
+
+// TestEveryExperimentHasTheContract: the suite, wake, adaptive and the
+// blocking bursts are driver.Experiments with their names, their rows,
+// and option errors that wrap driver.ErrInvalidOption (a package that
+// kept an ErrInvalidOption of its own would fail errors.Is).
+func TestEveryExperimentHasTheContract(t *testing.T) {
+	for _, tc := range []struct {
+		e       driver.Experiment
+		name    string
+		own     error // the package's ErrInvalidOption; nil: no invalid options
+		hasRows string
+	}{
+		{wake.Experiment(wake.Options{Samples: -1}), wake.Name, wake.ErrInvalidOption, "gowq RT per-CPU"},
+		{adaptive.Experiment(adaptive.Options{Samples: -1}), adaptive.Name, adaptive.ErrInvalidOption, "RT per-CPU esc 50us"},
+		{scenario.Experiment(scenario.Options{Scenarios: []string{"nonesuch"}}), scenario.Suite, scenario.ErrInvalidOption, "rt-percpu"},
+		{scenario.Experiment(scenario.Options{Scenarios: []string{scenario.Blocking}}), scenario.Blocking, nil, "go statement"},
+	} {
+		if tc.e.Name() != tc.name {
+			t.Errorf("Name %q, want %q", tc.e.Name(), tc.name)
+		}
+		if !slices.Contains(tc.e.Configs(), tc.hasRows) {
+			t.Errorf("%s: Configs %v lack %q", tc.name, tc.e.Configs(), tc.hasRows)
+		}
+		err := tc.e.Validate()
+		if tc.own == nil {
+			if err != nil {
+				t.Errorf("%s: Validate %v", tc.name, err)
+			}
+			continue
+		}
+		if !errors.Is(err, tc.own) || !errors.Is(err, driver.ErrInvalidOption) {
+			t.Errorf("%s: Validate %v, want %v wrapping driver.ErrInvalidOption", tc.name, err, tc.own)
+		}
+		if r, err := tc.e.Run(context.Background()); r != nil || !errors.Is(err, driver.ErrInvalidOption) {
+			t.Errorf("%s: Run = %v, %v; want nil and the option error", tc.name, r, err)
+		}
+	}
+}
+
+// TestFuncRunErrorGivesNilResult: an error gives an untyped nil Result,
+// not a nil *R inside a non-nil interface (which a caller's r != nil
+// check would take for a result).
+func TestFuncRunErrorGivesNilResult(t *testing.T) {
+	boom := errors.New("boom")
+	f := driver.Func[*fakeResult]{ID: "f", Check: func() error { return nil },
+		Measure: func(context.Context) (*fakeResult, error) { return nil, boom }}
+	if r, err := f.Run(context.Background()); r != nil || err != boom {
+		t.Errorf("Run = %v, %v; want nil, boom", r, err)
+	}
+	f.Measure = func(context.Context) (*fakeResult, error) { return &fakeResult{}, nil }
+	if r, err := f.Run(context.Background()); r == nil || err != nil {
+		t.Errorf("Run = %v, %v; want a result", r, err)
+	}
+}
