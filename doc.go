@@ -23,7 +23,11 @@
 // blocking from the scheduler; gowq samples each busy worker's thread state
 // and CPU clock every millisecond instead (see cm.go). Unbound pools are not
 // concurrency-managed; their pods come from the machine's topology (cpu,
-// smt, cache, numa, system affinity scopes).
+// smt, cache_shard, cache, numa, system affinity scopes). The default scope
+// is cache_shard, the kernel's newest default: each last-level cache split
+// into pods of about CacheShardSize cores (8) with their SMT siblings, so
+// that a machine with many CPUs per cache does not share one contended
+// pool; an LLC of fewer than 12 cores stays one pod, as with cache.
 //
 // max_active bounds the items in flight per CPU (per-CPU queues) or per
 // NUMA node (unbound queues); items over it wait on the pwq's inactive list
