@@ -159,6 +159,7 @@ instruction of the work function, in microseconds (monotonic clock).`,
 	root.AddCommand(newTraceCmd(stdout, stderr))
 	root.AddCommand(newDoctorCmd(stdout, stderr))
 	root.AddCommand(newRoundTripCmd(stdout, stderr))
+	root.AddCommand(newTWQCmd(stdout, stderr))
 	// Later subcommands (trace, monitor) are added here with
 	// root.AddCommand.
 	return root
