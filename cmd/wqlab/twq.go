@@ -30,6 +30,8 @@ for two waiters:
   pinned     an OS thread pinned to its CPU waiting in futex_wait (the
              kernel's kthread_bind and wait_for_completion)
   goroutine  a plain goroutine waiting on a channel the item sends on
+  pinned-chan  (with --waiter) a pinned OS thread waiting on a channel,
+             woken through the Go scheduler
 and the raw probe's futex ping-pong between two C threads (the partner on
 the driver's CPU, and not pinned) as the limit, with the goal: the pinned
 waiter on the default scope at least 1/3 of the raw ping-pong per thread.`,
@@ -60,7 +62,7 @@ waiter on the default scope at least 1/3 of the raw ping-pong per thread.`,
 	f := cmd.Flags()
 	f.IntVar(&o.Threads, "threads", 0, "queuing threads, one per online CPU in order (0: every online CPU)")
 	f.IntVar(&o.Items, "items", twq.DefaultItems, "items per thread")
-	f.StringSliceVar(&o.Waiters, "waiter", nil, "waiter variants: pinned, goroutine (default both)")
+	f.StringSliceVar(&o.Waiters, "waiter", nil, "waiter variants: pinned, goroutine, pinned-chan (default pinned,goroutine)")
 	f.StringSliceVar(&scopes, "scopes", nil, "affinity scopes to run (default cpu,smt,cache_shard,cache,numa,system)")
 	f.BoolVar(&o.NoProbe, "no-probe", false, "leave out the raw futex ping-pong rows")
 	f.IntVar(&o.Rounds, "rounds", 1, "repeat the whole sequence, interleaved, and print each row's median items/s (1..100)")

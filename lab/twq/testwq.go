@@ -32,6 +32,10 @@ const (
 	// WaiterGoroutine: each "thread" is a plain goroutine, not locked or
 	// pinned, that waits on a channel the work function sends on.
 	WaiterGoroutine = "goroutine"
+	// WaiterPinnedChan: an OS thread pinned to its CPU, as WaiterPinned,
+	// that waits on a channel: the Go scheduler must hand it a P and wake
+	// its thread (startlockedm), two thread wake-ups per item.
+	WaiterPinnedChan = "pinned-chan"
 )
 
 // Scopes are the affinity scopes the method runs, in the module's order.
@@ -45,8 +49,8 @@ type TestWorkqueueOptions struct {
 	Threads int
 	// Items per thread (0: DefaultItems; 1..1e7).
 	Items int
-	// Waiters selects the variants (WaiterPinned, WaiterGoroutine); empty
-	// runs both.
+	// Waiters selects the variants (WaiterPinned, WaiterGoroutine,
+	// WaiterPinnedChan); empty runs WaiterPinned and WaiterGoroutine.
 	Waiters []string
 	// Scopes, when not empty, restricts the scopes run.
 	Scopes []wq.Scope
@@ -102,8 +106,8 @@ func (o TestWorkqueueOptions) normalize() (TestWorkqueueOptions, error) {
 		o.Waiters = []string{WaiterPinned, WaiterGoroutine}
 	}
 	for _, w := range o.Waiters {
-		if w != WaiterPinned && w != WaiterGoroutine {
-			return o, fmt.Errorf("%w: waiter %q (want %s or %s)", ErrInvalidOption, w, WaiterPinned, WaiterGoroutine)
+		if w != WaiterPinned && w != WaiterGoroutine && w != WaiterPinnedChan {
+			return o, fmt.Errorf("%w: waiter %q (want %s, %s or %s)", ErrInvalidOption, w, WaiterPinned, WaiterGoroutine, WaiterPinnedChan)
 		}
 	}
 	if len(o.Scopes) == 0 {
@@ -271,9 +275,15 @@ func benchScope(q *wq.Workqueue, cpus []int, items int, waiter string) (time.Dur
 			}
 		}
 		switch waiter {
-		case WaiterPinned:
+		case WaiterPinned, WaiterPinnedChan:
 			pk := &sched.Parker{}
+			ch := make(chan struct{}, 1)
 			w := wq.NewWork(func() { pk.Unpark() })
+			wait := pk.Park
+			if waiter == WaiterPinnedChan {
+				w = wq.NewWork(func() { ch <- struct{}{} })
+				wait = func() { <-ch }
+			}
 			// A locked thread pinned to its CPU, as kthread_bind; the
 			// goroutine exits locked, so the runtime discards the thread.
 			sched.GoLocked(func() {
@@ -283,7 +293,7 @@ func benchScope(q *wq.Workqueue, cpus []int, items int, waiter string) (time.Dur
 					done.Done()
 					return
 				}
-				body(pk.Park, w)
+				body(wait, w)
 			})
 		default:
 			ch := make(chan struct{}, 1)

@@ -36,6 +36,10 @@ func TestRunTestWorkqueuePrintsModuleLines(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
+	res, err = RunTestWorkqueue(context.Background(), TestWorkqueueOptions{Items: 100, Waiters: []string{WaiterPinnedChan}, Scopes: []wq.Scope{wq.ScopeCacheShard}, NoProbe: true})
+	if err != nil || len(res.Rows) != 1 || res.Rows[0].PerSec <= 0 {
+		t.Fatalf("pinned-chan run: %v, %+v", err, res)
+	}
 }
 
 // TestRunRoundTripRows: a small round-trip run measures every row that is
