@@ -44,6 +44,16 @@
 // by one while it lives, so that it finds an idle P when it returns from
 // the futex.
 //
+// The way back is a goroutine's: a goroutine readied by a work function (a
+// channel send, a sync primitive) or released by the item's completion (a
+// Flush waiter) is put in the worker's P, which the locked worker cannot
+// run. A worker that parks while such a goroutine may still be runnable
+// there gives the P back to the runtime first, so that the goroutine runs
+// on another thread at once instead of after a sysmon tick (up to 10 ms);
+// otherwise it keeps the P for its next wake-up. The waiter still costs one
+// more thread wake-up than with a go statement, whose goroutines share one
+// thread (docs/design.md, "The wake path" 7).
+//
 // # Guarantees
 //
 //   - Non-reentrant: a work item never runs concurrently with itself while
