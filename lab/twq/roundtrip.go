@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
+	"runtime/metrics"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,6 +49,12 @@ type RoundTripRow struct {
 	QueueStart stats.Summary `json:"queue_start"`
 	Wake       stats.Summary `json:"wake"`
 	RoundTrip  stats.Summary `json:"round_trip"`
+	// SchedLatP50 and SchedLatP99 are the runtime's own run-queue wait
+	// (/sched/latencies: runnable to running, every goroutine of the
+	// process, the waiter dominant) over the row's samples, us, at the
+	// histogram's bucket bounds.
+	SchedLatP50 float64 `json:"sched_latency_p50_us"`
+	SchedLatP99 float64 `json:"sched_latency_p99_us"`
 }
 
 // RoundTripResult is a whole run.
@@ -121,6 +130,41 @@ type rtRow struct {
 	res            *RoundTripRow
 	qs, wake, trip *stats.Samples
 	submit         func(fn func()) error
+	sched          []uint64 // /sched/latencies counts accumulated over the row's slices
+}
+
+// schedLat reads the runtime's /sched/latencies histogram.
+func schedLat(s []metrics.Sample) *metrics.Float64Histogram {
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return nil
+	}
+	return s[0].Value.Float64Histogram()
+}
+
+// histPct returns the p-th percentile (0..100) of counts over buckets, the
+// upper bound of its bucket, in us.
+func histPct(counts []uint64, buckets []float64, p float64) float64 {
+	var n uint64
+	for _, c := range counts {
+		n += c
+	}
+	if n == 0 {
+		return 0
+	}
+	rank := uint64(math.Ceil(p / 100 * float64(n)))
+	var cum uint64
+	for i, c := range counts {
+		cum += c
+		if cum >= rank {
+			v := buckets[i+1]
+			if math.IsInf(v, 1) {
+				v = buckets[i]
+			}
+			return v * 1e6
+		}
+	}
+	return 0
 }
 
 // RunRoundTrip measures the round trip of issue 24: a plain goroutine (not
@@ -172,6 +216,8 @@ func RunRoundTrip(ctx context.Context, o RoundTripOptions) (*RoundTripResult, er
 	}
 	done := make(chan struct{}, 1)
 	var start, sent int64
+	ms := []metrics.Sample{{Name: "/sched/latencies:seconds"}}
+	var buckets []float64
 	driver.Interleave(ctx, len(rows), 0, func(i, _ int) bool {
 		r := rows[i]
 		n := min(roundTripSlice, o.Samples-int(r.trip.Len()))
@@ -182,6 +228,11 @@ func RunRoundTrip(ctx context.Context, o RoundTripOptions) (*RoundTripResult, er
 			start = sched.Nanotime()
 			sent = start
 			done <- struct{}{}
+		}
+		h0 := schedLat(ms)
+		var c0 []uint64
+		if h0 != nil {
+			c0 = slices.Clone(h0.Counts)
 		}
 		for range n {
 			time.Sleep(o.Gap)
@@ -196,6 +247,15 @@ func RunRoundTrip(ctx context.Context, o RoundTripOptions) (*RoundTripResult, er
 			r.wake.Add(t2 - sent)
 			r.trip.Add(t2 - t0)
 		}
+		if h1 := schedLat(ms); h1 != nil && len(h1.Counts) == len(c0) {
+			buckets = h1.Buckets
+			if r.sched == nil {
+				r.sched = make([]uint64, len(c0))
+			}
+			for k := range c0 {
+				r.sched[k] += h1.Counts[k] - c0[k]
+			}
+		}
 		return true
 	})
 	if ctx.Err() != nil {
@@ -206,6 +266,8 @@ func RunRoundTrip(ctx context.Context, o RoundTripOptions) (*RoundTripResult, er
 			r.res.QueueStart = r.qs.Summary()
 			r.res.Wake = r.wake.Summary()
 			r.res.RoundTrip = r.trip.Summary()
+			r.res.SchedLatP50 = histPct(r.sched, buckets, 50)
+			r.res.SchedLatP99 = histPct(r.sched, buckets, 99)
 		}
 		res.Rows = append(res.Rows, *r.res)
 	}
@@ -218,7 +280,8 @@ func RunRoundTrip(ctx context.Context, o RoundTripOptions) (*RoundTripResult, er
 func (r *RoundTripResult) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "round trip: a plain goroutine queues one item and waits on a channel the item sends on; %d samples per row, GOMAXPROCS %d, us\n", r.Samples, r.GOMAXPROCS)
-	heads := []string{"row", "queue->start p50", "p99", "wake p50", "p99", "round trip p50", "p99", "p50 - qs p50", "p99 / qs p99"}
+	b.WriteString("wake: from the item's send to the waiter's return; sched lat: the runtime's /sched/latencies over the row (runnable to running, bucket bounds)\n")
+	heads := []string{"row", "queue->start p50", "p99", "wake p50", "p99", "round trip p50", "p99", "p50 - qs p50", "p99 / qs p99", "sched lat p50", "p99"}
 	var lines []driver.Line
 	for _, row := range r.Rows {
 		if row.Skipped != "" {
@@ -234,7 +297,8 @@ func (r *RoundTripResult) WriteTable(w io.Writer) error {
 			fmt.Sprintf("%.1f", qs.Median), fmt.Sprintf("%.1f", qs.P99),
 			fmt.Sprintf("%.1f", wk.Median), fmt.Sprintf("%.1f", wk.P99),
 			fmt.Sprintf("%.1f", rt.Median), fmt.Sprintf("%.1f", rt.P99),
-			fmt.Sprintf("%+.1f", rt.Median-qs.Median), ratio}})
+			fmt.Sprintf("%+.1f", rt.Median-qs.Median), ratio,
+			fmt.Sprintf("%.1f", row.SchedLatP50), fmt.Sprintf("%.1f", row.SchedLatP99)}})
 	}
 	driver.WriteBox(&b, heads, lines)
 	_, err := io.WriteString(w, b.String())
