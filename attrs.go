@@ -326,19 +326,21 @@ func (q *Workqueue) SetAffinityStrict(strict bool) error {
 var unboundMask atomic.Pointer[topology.CPUSet]
 
 // globalAttrNames lists the process-wide attributes.
-var globalAttrNames = []string{"default_affinity_scope", "cpu_intensive_thresh_us", "watchdog_thresh", "cpumask", "highpri_policy", "rt_priority", "power_efficient"}
+var globalAttrNames = []string{"default_affinity_scope", "cache_shard_size", "cpu_intensive_thresh_us", "watchdog_thresh", "cpumask", "highpri_policy", "rt_priority", "power_efficient"}
 
 // GlobalAttrNames returns the names of the process-wide attributes.
 func GlobalAttrNames() []string { return append([]string(nil), globalAttrNames...) }
 
 // GlobalAttr reads a process-wide attribute: default_affinity_scope,
-// cpu_intensive_thresh_us (us), watchdog_thresh (s), cpumask (the unbound
+// cache_shard_size (cores), cpu_intensive_thresh_us (us), watchdog_thresh (s), cpumask (the unbound
 // cpumask, hex), highpri_policy ("highpri" or "fifo"), rt_priority,
 // power_efficient ("Y"/"N").
 func GlobalAttr(name string) (string, error) {
 	switch name {
 	case "default_affinity_scope":
 		return defaultScope().String(), nil
+	case "cache_shard_size":
+		return cacheShardAttr(), nil
 	case "cpu_intensive_thresh_us":
 		return strconv.FormatInt(cpuIntensiveThresh.Load()/1000, 10), nil
 	case "watchdog_thresh":
@@ -364,7 +366,7 @@ func GlobalAttr(name string) (string, error) {
 // SetGlobalAttr writes a process-wide attribute (see GlobalAttr). Invalid
 // values return ErrInvalidArgument and change nothing; values the process
 // cannot apply are refused as by the typed setters (SetUnboundCPUMask,
-// SetDefaultAffinityScope, SetHighPriPolicy, SetRTPriority), with
+// SetDefaultAffinityScope, SetCacheShardSize, SetHighPriPolicy, SetRTPriority), with
 // ErrPermission or ErrInvalidArgument, and change nothing.
 func SetGlobalAttr(name, value string) error {
 	v := strings.TrimSpace(value)
@@ -378,6 +380,12 @@ func SetGlobalAttr(name, value string) error {
 			return bad(err)
 		}
 		return SetDefaultAffinityScope(s)
+	case "cache_shard_size":
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return bad(err)
+		}
+		return SetCacheShardSize(n)
 	case "cpu_intensive_thresh_us":
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {

@@ -23,7 +23,11 @@
 // blocking from the scheduler; gowq samples each busy worker's thread state
 // and CPU clock every millisecond instead (see cm.go). Unbound pools are not
 // concurrency-managed; their pods come from the machine's topology (cpu,
-// smt, cache, numa, system affinity scopes).
+// smt, cache_shard, cache, numa, system affinity scopes). The default scope
+// is cache_shard, the kernel's newest default: each last-level cache split
+// into pods of about CacheShardSize cores (8) with their SMT siblings, so
+// that a machine with many CPUs per cache does not share one contended
+// pool; an LLC of fewer than 12 cores stays one pod, as with cache.
 //
 // max_active bounds the items in flight per CPU (per-CPU queues) or per
 // NUMA node (unbound queues); items over it wait on the pwq's inactive list
@@ -39,6 +43,16 @@
 // thread first (see docs/design.md). Each RT worker also raises GOMAXPROCS
 // by one while it lives, so that it finds an idle P when it returns from
 // the futex.
+//
+// The way back is a goroutine's: a goroutine readied by a work function (a
+// channel send, a sync primitive) or released by the item's completion (a
+// Flush waiter) is put in the worker's P, which the locked worker cannot
+// run. A worker that parks while such a goroutine may still be runnable
+// there gives the P back to the runtime first, so that the goroutine runs
+// on another thread at once instead of after a sysmon tick (up to 10 ms);
+// otherwise it keeps the P for its next wake-up. The waiter still costs one
+// more thread wake-up than with a go statement, whose goroutines share one
+// thread (docs/design.md, "The wake path" 7).
 //
 // # Guarantees
 //

@@ -195,7 +195,7 @@ func escapeTarget(topo *topology.Topology, cpu int) topology.CPUSet {
 	if !online.Has(cpu) {
 		return online
 	}
-	for _, s := range []topology.Scope{topology.ScopeSMT, topology.ScopeCache, topology.ScopeNUMA, topology.ScopeSystem} {
+	for _, s := range []topology.Scope{topology.ScopeSMT, topology.ScopeCacheShard, topology.ScopeCache, topology.ScopeNUMA, topology.ScopeSystem} {
 		if c := topo.Pod(s, cpu).And(online).AndNot(self); !c.IsEmpty() {
 			return c
 		}

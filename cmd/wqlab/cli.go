@@ -162,6 +162,8 @@ reproduces which seed.`,
 	root.AddCommand(newAdaptiveCmd(stdout, stderr))
 	root.AddCommand(newTraceCmd(stdout, stderr))
 	root.AddCommand(newDoctorCmd(stdout, stderr))
+	root.AddCommand(newRoundTripCmd(stdout, stderr))
+	root.AddCommand(newTWQCmd(stdout, stderr))
 	// Later subcommands (trace, monitor) are added here with
 	// root.AddCommand.
 	return root
