@@ -109,12 +109,16 @@ type queueAttrs struct {
 // whole system split per NUMA node (unbound queues); 0 means 1024, and a
 // value outside [1, 2048] is clamped with a slog warning. No thread is
 // created before the first item is queued. Errors: ErrInvalidFlags for
-// contradictory flags (PerCPU|Unbound, HighPri|RT), ErrPermission when the
+// a bit that is not one of the exported flags, or contradictory flags
+// (PerCPU|Unbound, HighPri|RT), ErrPermission when the
 // process may not use the RT class (SCHED_FIFO) or the high-priority one
 // (nice -20: CAP_SYS_NICE or RLIMIT_NICE), with the cause and the fix in
 // its text (see AllowRTFallback). A nil Option is ignored. Mirrors
 // alloc_workqueue().
 func Alloc(name string, flags Flags, maxActive int, opts ...Option) (*Workqueue, error) {
+	if err := checkPublicFlags(name, flags); err != nil {
+		return nil, err
+	}
 	return alloc(name, flags, maxActive, opts)
 }
 
@@ -122,6 +126,9 @@ func Alloc(name string, flags Flags, maxActive int, opts ...Option) (*Workqueue,
 // item at a time in queue order, also across attribute changes. Mirrors
 // alloc_ordered_workqueue().
 func AllocOrdered(name string, flags Flags, opts ...Option) (*Workqueue, error) {
+	if err := checkPublicFlags(name, flags); err != nil {
+		return nil, err
+	}
 	if flags&PerCPU != 0 {
 		return nil, fmt.Errorf("alloc_ordered_workqueue(%q): %w: ordered queues are unbound", name, ErrInvalidFlags)
 	}
