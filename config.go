@@ -183,13 +183,15 @@ func SetPowerEfficient(on bool) { powerEfficient.Store(on) }
 // (default), "numa" or "system".
 type Scope = topology.Scope
 
-// Affinity scopes.
+// Affinity scopes. ScopeDefault, the zero value, follows the default
+// affinity scope (SetDefaultAffinityScope): "default" in affinity_scope.
 const (
-	ScopeCPU    = topology.ScopeCPU
-	ScopeSMT    = topology.ScopeSMT
-	ScopeCache  = topology.ScopeCache
-	ScopeNUMA   = topology.ScopeNUMA
-	ScopeSystem = topology.ScopeSystem
+	ScopeDefault = topology.ScopeDefault
+	ScopeCPU     = topology.ScopeCPU
+	ScopeSMT     = topology.ScopeSMT
+	ScopeCache   = topology.ScopeCache
+	ScopeNUMA    = topology.ScopeNUMA
+	ScopeSystem  = topology.ScopeSystem
 )
 
 // SetDefaultAffinityScope sets the scope of unbound queues created from
