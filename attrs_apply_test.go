@@ -2,6 +2,7 @@ package wq_test
 
 import (
 	"errors"
+	"os"
 	"reflect"
 	"slices"
 	"strconv"
@@ -9,7 +10,20 @@ import (
 	"time"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/sched"
 )
+
+// raisedNice returns the process's nice plus k, at most 19: a nice that
+// any thread of the process may take, privileged or not (a thread may
+// raise its nice, not lower it below where it started).
+func raisedNice(t *testing.T, k int) int {
+	t.Helper()
+	a, err := sched.GetAttr(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return min(a.Nice+k, 19)
+}
 
 // applyQueues returns one queue of each kind, RT ones where the process
 // may use SCHED_FIFO.
@@ -72,7 +86,7 @@ func TestApplyAttrsAllOrNothing(t *testing.T) {
 	online := wq.OnlineCPUs()
 	base := q.Attrs()
 	good := base
-	good.Nice = 3
+	good.Nice = raisedNice(t, 3)
 	good.CPUs = online[:1]
 	good.Scope = wq.ScopeSystem
 	good.Strict = true
@@ -109,7 +123,7 @@ func TestApplyAttrsAllOrNothing(t *testing.T) {
 	if got := q.Attrs(); !reflect.DeepEqual(got, good) {
 		t.Errorf("ApplyAttrs(%+v) installed %+v", good, got)
 	}
-	for name, want := range map[string]string{"nice": "3", "affinity_scope": "system", "affinity_strict": "1", "max_active": "7"} {
+	for name, want := range map[string]string{"nice": strconv.Itoa(good.Nice), "affinity_scope": "system", "affinity_strict": "1", "max_active": "7"} {
 		if got, _ := q.Attr(name); got != want {
 			t.Errorf("after ApplyAttrs: %s = %q, want %q", name, got, want)
 		}
@@ -199,19 +213,20 @@ func TestSettersShareTheApplyPath(t *testing.T) {
 	u := mustAlloc(t, "apply-setters", wq.Unbound, 16)
 	p := mustAlloc(t, "apply-setters-p", wq.PerCPU, 16)
 	online := wq.OnlineCPUs()
+	n4, n6 := raisedNice(t, 4), raisedNice(t, 6)
 	steps := []struct {
 		what  string
 		q     *wq.Workqueue
 		set   func() error
 		check func(a wq.Attrs) bool
 	}{
-		{"SetNice(4)", u, func() error { return u.SetNice(4) }, func(a wq.Attrs) bool { return a.Nice == 4 && a.Policy == wq.PolicyNormal }},
-		{"SetAttr(nice, 6)", u, func() error { return u.SetAttr("nice", "6") }, func(a wq.Attrs) bool { return a.Nice == 6 }},
-		{"SetCPUMask", u, func() error { return u.SetCPUMask(online[:1]) }, func(a wq.Attrs) bool { return slices.Equal(a.CPUs, online[:1]) && a.Nice == 6 }},
+		{"SetNice", u, func() error { return u.SetNice(n4) }, func(a wq.Attrs) bool { return a.Nice == n4 && a.Policy == wq.PolicyNormal }},
+		{"SetAttr(nice)", u, func() error { return u.SetAttr("nice", strconv.Itoa(n6)) }, func(a wq.Attrs) bool { return a.Nice == n6 }},
+		{"SetCPUMask", u, func() error { return u.SetCPUMask(online[:1]) }, func(a wq.Attrs) bool { return slices.Equal(a.CPUs, online[:1]) && a.Nice == n6 }},
 		{"SetAffinityScope(smt)", u, func() error { return u.SetAffinityScope(wq.ScopeSMT) }, func(a wq.Attrs) bool { return a.Scope == wq.ScopeSMT }},
 		{"SetAttr(affinity_scope, default)", u, func() error { return u.SetAttr("affinity_scope", "default") }, func(a wq.Attrs) bool { return a.Scope == wq.ScopeDefault }},
 		{"SetAffinityStrict", u, func() error { return u.SetAffinityStrict(true) }, func(a wq.Attrs) bool { return a.Strict }},
-		{"SetMaxActive", u, func() error { return u.SetMaxActive(5) }, func(a wq.Attrs) bool { return a.MaxActive == 5 && a.Nice == 6 && a.Strict }},
+		{"SetMaxActive", u, func() error { return u.SetMaxActive(5) }, func(a wq.Attrs) bool { return a.MaxActive == 5 && a.Nice == n6 && a.Strict }},
 		{"SetAttr(max_active)", u, func() error { return u.SetAttr("max_active", "6") }, func(a wq.Attrs) bool { return a.MaxActive == 6 }},
 		{"SetEscapeAfter", p, func() error { return p.SetEscapeAfter(time.Hour) }, func(a wq.Attrs) bool { return a.EscapeAfter == time.Hour }},
 		{"SetAttr(escape_after)", p, func() error { return p.SetAttr("escape_after", "7") }, func(a wq.Attrs) bool { return a.EscapeAfter == 7*time.Microsecond }},
