@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/topology"
 )
 
 // effectivePoolCPUs returns the CPUs of the pools serving each online
@@ -115,5 +116,56 @@ func TestQueueCPUMaskIntersectsUnboundCPUMask(t *testing.T) {
 	}
 	if got := effectivePoolCPUs(t, only1); !slices.Equal(got, []int{c1}) {
 		t.Errorf("global restored: %s workers on %v, want [%d]", only1.Name(), got, c1)
+	}
+}
+
+// TestQueueCPUMaskIntersectionAcrossHotplug catches a hotplug rebuild of
+// an unbound queue's pools that ignores the global unbound cpumask: the
+// effective mask is recomputed from both masks when a CPU leaves and
+// when it returns.
+func TestQueueCPUMaskIntersectionAcrossHotplug(t *testing.T) {
+	online := wq.OnlineCPUs()
+	if len(online) < 2 {
+		t.Skip("needs 2 CPUs")
+	}
+	c0, c1 := online[0], online[len(online)-1]
+	real, err := (&topology.SysfsSource{}).Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rest []int
+	for _, c := range online {
+		if c != c1 {
+			rest = append(rest, c)
+		}
+	}
+	reduced := topology.NewStatic(topology.NewCPUSet(rest...), nil, nil, nil)
+	t.Cleanup(func() { _ = wq.SetTopologySource(nil) })
+	defer wq.SetUnboundCPUMask(nil)
+
+	q := mustAlloc(t, "mask-hotplug", wq.Unbound, 0)
+	if err := q.SetCPUMask(online); err != nil {
+		t.Fatal(err)
+	}
+	if err := wq.SetUnboundCPUMask([]int{c1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := effectivePoolCPUs(t, q); !slices.Equal(got, []int{c1}) {
+		t.Fatalf("global [%d], own %v: workers on %v", c1, online, got)
+	}
+	// CPU c1 leaves: the global mask has no online CPU, so every online
+	// CPU of the queue's own mask is used.
+	if err := wq.SetTopologySource(&topology.StaticSource{T: reduced}); err != nil {
+		t.Fatal(err)
+	}
+	if got := q.PoolCPUs(c0); !slices.Equal(got, rest) {
+		t.Errorf("CPU %d offline: workers on %v, want %v", c1, got, rest)
+	}
+	// It returns: the intersection again, not the queue's own mask.
+	if err := wq.SetTopologySource(&topology.StaticSource{T: real}); err != nil {
+		t.Fatal(err)
+	}
+	if got := effectivePoolCPUs(t, q); !slices.Equal(got, []int{c1}) {
+		t.Errorf("CPU %d back: workers on %v, want [%d]", c1, got, c1)
 	}
 }

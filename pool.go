@@ -509,8 +509,7 @@ func (p *pool) reapIdle() {
 	now := nanotime()
 	for p.tooManyWorkers() {
 		wk := p.idle[0] // least recently active
-		// In this order the sum cannot overflow, whatever the timeout.
-		if left := timeout - (now - wk.lastActive); left > 0 {
+		if left := wk.lastActive + timeout - now; left > 0 {
 			p.idleTimer.Reset(time.Duration(left))
 			return
 		}
