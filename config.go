@@ -183,10 +183,12 @@ func SetPowerEfficient(on bool) { powerEfficient.Store(on) }
 // "cache_shard" (default), "cache", "numa" or "system".
 type Scope = topology.Scope
 
-// Affinity scopes.
+// Affinity scopes. ScopeDefault, the zero value, follows the default
+// affinity scope (SetDefaultAffinityScope): "default" in affinity_scope.
 const (
-	ScopeCPU = topology.ScopeCPU
-	ScopeSMT = topology.ScopeSMT
+	ScopeDefault = topology.ScopeDefault
+	ScopeCPU     = topology.ScopeCPU
+	ScopeSMT     = topology.ScopeSMT
 	// ScopeCacheShard: each last-level cache split into pods of about
 	// CacheShardSize cores with their SMT siblings (the default).
 	ScopeCacheShard = topology.ScopeCacheShard

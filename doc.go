@@ -33,6 +33,22 @@
 // NUMA node (unbound queues); items over it wait on the pwq's inactive list
 // and are activated in order. Ordered queues run one item at a time.
 //
+// # Attributes
+//
+// A queue's attributes are one typed value, Attrs (policy, nice, cpumask,
+// affinity scope, strict, max_active, escape_after), read with
+// Workqueue.Attrs and installed all or nothing with Workqueue.ApplyAttrs,
+// as the kernel's apply_workqueue_attrs does. The string attributes
+// (SetAttr, the wqhttp writes) and the typed setters (SetNice, SetCPUMask,
+// ...) each change one field and go through the same path. Every number
+// written is range-checked and every deadline built from a caller's
+// duration saturates, as the kernel clamps timeouts: an out-of-range value
+// returns ErrInvalidArgument and changes nothing, a delay of
+// math.MaxInt64 never fires early. The workers of an unbound queue use the
+// CPUs of its own cpumask that are in the global unbound cpumask
+// (SetUnboundCPUMask), or the global mask alone when the two have none in
+// common, as the kernel's wq_unbound_cpumask works.
+//
 // # Wake path
 //
 // Idle workers park in a futex system call on a word of their own

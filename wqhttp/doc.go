@@ -50,7 +50,11 @@
 // when the value could not be tried because the process is at a thread
 // limit (wq.ErrThreadLimit). Writes are validated by wq against what the
 // process can do (a nice, class or CPU list no worker could get is
-// refused with 403 or 400) and a refused write changes nothing.
+// refused with 403 or 400) and a refused write changes nothing: numbers
+// are range-checked (an overflowing one answers 400), and a write to
+// several Sysfs queues of one name that one of them refuses gives the
+// others back every attribute they had (wq.Workqueue.ApplyAttrs of their
+// wq.Attrs from before the write), not only the one written.
 //
 // Every endpoint only reads snapshots (wq.Queues, Workqueue.Stats,
 // wq.Pools, wq.AffinityPods): a request never waits for a work item.
