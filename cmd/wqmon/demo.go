@@ -51,7 +51,9 @@ func startDemo(stderr io.Writer) (*demo, error) {
 			return nil, err
 		}
 		if st := q.Stats(); st.Fallback {
-			fmt.Fprintf(stderr, "wqmon: demo: %s runs at %s, not the class it asked for: %s\n", s.name, st.Policy, st.FallbackReason)
+			// The library's warning (slog) gives the whole reason; the
+			// live page shows it too.
+			fmt.Fprintf(stderr, "wqmon: demo: %s runs at %s, not the class it asked for (the reason is on the live page)\n", s.name, st.Policy)
 		}
 		d.queues = append(d.queues, q)
 	}
