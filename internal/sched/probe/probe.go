@@ -120,7 +120,9 @@ func Run(opts Options) ([]int64, error) {
 		return nil, err
 	}
 	out := make([]int64, opts.N)
-	// The probe's C code passes the policy straight to sched_setscheduler.
+	// The C code passes the policy straight to sched_setscheduler, so the
+	// constants of options.go must be the C headers' values: an index
+	// other than 0 into a one-element array fails the build.
 	_ = [1]struct{}{}[Other-C.SCHED_OTHER]
 	_ = [1]struct{}{}[FIFO-C.SCHED_FIFO]
 	cout := (*C.int64_t)(C.malloc(C.size_t(opts.N) * 8))
