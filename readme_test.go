@@ -221,6 +221,8 @@ func TestReadmeCheckerRejects(t *testing.T) {
 		{"example copy ok", "<!-- example: Example_readmeUse -->\n" + fence + "go\n" + readmeUseBody(t) + "\n" + fence + "\n", false},
 		{"example copy stale", "<!-- example: Example_readmeUse -->\n" + fence + "go\nq.Queue(r)\n" + fence + "\n", true},
 		{"example missing", "<!-- example: ExampleNoSuchThing -->\n" + fence + "go\nx := 1\n_ = x\n" + fence + "\n", true},
+		{"several ok", fence + "go\npackage main\n\nfunc main() {}\n" + fence + "\n\n" + fence + "go\npackage main\n\nfunc main() {}\n" + fence + "\n" + fence + "go\nx := 1\n_ = x\n" + fence + "\n", false},
+		{"several, the last broken", fence + "go\nx := 1\n_ = x\n" + fence + "\n" + fence + "go\npackage main\n\nfunc main() { nope() }\n" + fence + "\n", true},
 	} {
 		problems := checkReadme(t, c.md)
 		if got := len(problems) > 0; got != c.bad {
