@@ -14,7 +14,10 @@
 //	           (inline CSS and script, no external asset): the monitor
 //	           table with items/s, each queue's queue-to-start histogram
 //	           (log2 us buckets) and the pools with their workers; it
-//	           polls /monitor, /hist and /dump (JSON) once a second
+//	           polls /monitor, /hist and /dump (JSON) once a second. Every
+//	           column header has a tooltip, and a legend below the tables
+//	           says what each column means (MonitorColumns, UIColumns,
+//	           PoolColumns; wqmon prints the same text)
 //	/monitor   the table of the kernel's tools/workqueue/wq_monitor.py:
 //	           total infl CPUtime CPUitsv CMW/RPR mayday rescued ESC per
 //	           workqueue; ?filter=REGEX keeps the queues whose name matches

@@ -330,7 +330,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		rows = append(rows, r)
 		switch c.kind {
 		case KindProbe:
-			switch {
+			switch err := probe.Available(); {
+			case err != nil:
+				r.res.Skipped = err.Error()
 			case c.probe == probe.FIFO:
 				if err := sched.CheckRT(1); err != nil {
 					r.res.Skipped = err.Error()
