@@ -69,7 +69,7 @@ func init() {
 	cpuIntensiveThresh.Store(int64(10 * time.Millisecond))
 	idleTimeout.Store(int64(300 * time.Second))
 	rtPriority.Store(1)
-	dfltScope.Store(int32(topology.ScopeCache))
+	dfltScope.Store(int32(topology.ScopeCacheShard))
 	cmTick.Store(int64(time.Millisecond))
 	cpuAccounting.Store(true)
 }
@@ -179,17 +179,22 @@ func HighPriPolicy() Policy {
 // allocated with PowerEfficient (and not PerCPU) become unbound.
 func SetPowerEfficient(on bool) { powerEfficient.Store(on) }
 
-// Scope is an affinity scope of unbound queues: "cpu", "smt", "cache"
-// (default), "numa" or "system".
+// Scope is an affinity scope of unbound queues: "cpu", "smt",
+// "cache_shard" (default), "cache", "numa" or "system".
 type Scope = topology.Scope
 
-// Affinity scopes.
+// Affinity scopes. ScopeDefault, the zero value, follows the default
+// affinity scope (SetDefaultAffinityScope): "default" in affinity_scope.
 const (
-	ScopeCPU    = topology.ScopeCPU
-	ScopeSMT    = topology.ScopeSMT
-	ScopeCache  = topology.ScopeCache
-	ScopeNUMA   = topology.ScopeNUMA
-	ScopeSystem = topology.ScopeSystem
+	ScopeDefault = topology.ScopeDefault
+	ScopeCPU     = topology.ScopeCPU
+	ScopeSMT     = topology.ScopeSMT
+	// ScopeCacheShard: each last-level cache split into pods of about
+	// CacheShardSize cores with their SMT siblings (the default).
+	ScopeCacheShard = topology.ScopeCacheShard
+	ScopeCache      = topology.ScopeCache
+	ScopeNUMA       = topology.ScopeNUMA
+	ScopeSystem     = topology.ScopeSystem
 )
 
 // SetDefaultAffinityScope sets the scope of unbound queues created from

@@ -23,11 +23,31 @@
 // blocking from the scheduler; gowq samples each busy worker's thread state
 // and CPU clock every millisecond instead (see cm.go). Unbound pools are not
 // concurrency-managed; their pods come from the machine's topology (cpu,
-// smt, cache, numa, system affinity scopes).
+// smt, cache_shard, cache, numa, system affinity scopes). The default scope
+// is cache_shard, the kernel's newest default: each last-level cache split
+// into pods of about CacheShardSize cores (8) with their SMT siblings, so
+// that a machine with many CPUs per cache does not share one contended
+// pool; an LLC of fewer than 12 cores stays one pod, as with cache.
 //
 // max_active bounds the items in flight per CPU (per-CPU queues) or per
 // NUMA node (unbound queues); items over it wait on the pwq's inactive list
 // and are activated in order. Ordered queues run one item at a time.
+//
+// # Attributes
+//
+// A queue's attributes are one typed value, Attrs (policy, nice, cpumask,
+// affinity scope, strict, max_active, escape_after), read with
+// Workqueue.Attrs and installed all or nothing with Workqueue.ApplyAttrs,
+// as the kernel's apply_workqueue_attrs does. The string attributes
+// (SetAttr, the wqhttp writes) and the typed setters (SetNice, SetCPUMask,
+// ...) each change one field and go through the same path. Every number
+// written is range-checked and every deadline built from a caller's
+// duration saturates, as the kernel clamps timeouts: an out-of-range value
+// returns ErrInvalidArgument and changes nothing, a delay of
+// math.MaxInt64 never fires early. The workers of an unbound queue use the
+// CPUs of its own cpumask that are in the global unbound cpumask
+// (SetUnboundCPUMask), or the global mask alone when the two have none in
+// common, as the kernel's wq_unbound_cpumask works.
 //
 // # Wake path
 //
@@ -39,6 +59,16 @@
 // thread first (see docs/design.md). Each RT worker also raises GOMAXPROCS
 // by one while it lives, so that it finds an idle P when it returns from
 // the futex.
+//
+// The way back is a goroutine's: a goroutine readied by a work function (a
+// channel send, a sync primitive) or released by the item's completion (a
+// Flush waiter) is put in the worker's P, which the locked worker cannot
+// run. A worker that parks while such a goroutine may still be runnable
+// there gives the P back to the runtime first, so that the goroutine runs
+// on another thread at once instead of after a sysmon tick (up to 10 ms);
+// otherwise it keeps the P for its next wake-up. The waiter still costs one
+// more thread wake-up than with a go statement, whose goroutines share one
+// thread (docs/design.md, "The wake path" 7).
 //
 // # Guarantees
 //

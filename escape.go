@@ -2,12 +2,12 @@ package wq
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gowq/wq/internal/sched"
+	"github.com/gowq/wq/internal/timer"
 	"github.com/gowq/wq/internal/topology"
 )
 
@@ -143,13 +143,15 @@ func (p *pool) escScan(now int64, wake []*worker) (int64, []*worker) {
 		if ea <= 0 {
 			continue
 		}
-		if due := x.activeAt + ea; due > now {
-			soon(due)
+		// Deadlines saturate: escape_after may be as long as an int64
+		// of ns, and a wrapped sum would make the item overdue at once.
+		if now-x.activeAt < ea {
+			soon(timer.Deadline(x.activeAt, time.Duration(ea)))
 			continue
 		}
 		// Look again after another threshold: the escaper takes every
 		// overdue item of pq before it leaves the pool.
-		soon(now + max(ea, int64(cmFastPoll)))
+		soon(timer.Deadline(now, max(time.Duration(ea), cmFastPoll)))
 		sent = pq
 		if r := pq.wq.escaper.Load(); r != nil {
 			if wk := r.mayday(pq); wk != nil {
@@ -176,7 +178,7 @@ func (p *pool) escDue(pq *pwq, now, ea int64) *Work {
 		if x.pwq.Load() != pq {
 			continue
 		}
-		if x.activeAt+ea <= now {
+		if now-x.activeAt >= ea {
 			return x
 		}
 		return nil
@@ -195,7 +197,7 @@ func escapeTarget(topo *topology.Topology, cpu int) topology.CPUSet {
 	if !online.Has(cpu) {
 		return online
 	}
-	for _, s := range []topology.Scope{topology.ScopeSMT, topology.ScopeCache, topology.ScopeNUMA, topology.ScopeSystem} {
+	for _, s := range []topology.Scope{topology.ScopeSMT, topology.ScopeCacheShard, topology.ScopeCache, topology.ScopeNUMA, topology.ScopeSystem} {
 		if c := topo.Pod(s, cpu).And(online).AndNot(self); !c.IsEmpty() {
 			return c
 		}
@@ -275,56 +277,13 @@ func (q *Workqueue) EscapeAfter() time.Duration { return time.Duration(q.escapeA
 // run on any CPU of their pod), ErrDestroyed after Destroy. Never blocks
 // for long; no thread is created before the first escape.
 func (q *Workqueue) SetEscapeAfter(d time.Duration) error {
-	if d < 0 {
-		return fmt.Errorf("workqueue %s: escape_after %v: %w: negative", q.name, d, ErrInvalidArgument)
-	}
-	if q.unbound {
-		return fmt.Errorf("workqueue %s: escape_after: %w: only per-CPU queues escape (unbound items already run anywhere in their pod)", q.name, ErrInvalidArgument)
-	}
-	q.mu.Lock()
-	if q.destroying {
-		q.mu.Unlock()
-		return fmt.Errorf("workqueue %s: escape_after: %w", q.name, ErrDestroyed)
-	}
-	if d > 0 && q.escaper.Load() == nil {
-		r := newRescuer(q)
-		r.escape = true
-		q.escaper.Store(r)
-	}
-	q.escapeAfter.Store(int64(d))
-	var pwqs []*pwq
-	if d > 0 {
-		pwqs = append(pwqs, q.allPwqs...)
-	}
-	q.mu.Unlock()
-	recomputeEscMin()
-	// Items already on a worklist: mark their pools for the CM monitor's
-	// scan (an activation would have; a pool with none is unmarked by the
-	// next scan).
-	for _, pq := range pwqs {
-		p := pq.pool
-		p.mu.Lock()
-		if !p.dead {
-			p.escNotify()
+	return q.applyAttrs("escape_after", func(a *Attrs) error {
+		if q.unbound {
+			return fmt.Errorf("%w: only per-CPU queues escape (unbound items already run anywhere in their pod)", ErrInvalidArgument)
 		}
-		p.mu.Unlock()
-	}
-	return nil
-}
-
-// parseEscapeAfter reads an escape_after value: a Go duration ("50us",
-// "1ms") or a plain number of microseconds ("50").
-func parseEscapeAfter(v string) (time.Duration, error) {
-	v = strings.TrimSpace(v)
-	var us int64
-	if _, err := fmt.Sscanf(v, "%d", &us); err == nil && fmt.Sprint(us) == v {
-		return time.Duration(us) * time.Microsecond, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		return 0, fmt.Errorf("%w: escape_after %q: want a duration (50us) or microseconds", ErrInvalidArgument, v)
-	}
-	return d, nil
+		a.EscapeAfter = d
+		return nil
+	})
 }
 
 // EscapeAfter makes Alloc set escape_after (see SetEscapeAfter); Alloc

@@ -48,6 +48,12 @@ func NewCPUSet(cpus ...int) CPUSet { return topology.NewCPUSet(cpus...) }
 // id the library handles.
 func ParseCPUList(list string) (CPUSet, error) { return topology.ParseList(list) }
 
+// ParseScope returns the affinity scope named name as Scope's String and
+// the sysfs attribute affinity_scope spell it ("cpu", "smt", "cache",
+// "cache_shard", "numa", "system", "default"); case and surrounding white
+// space are ignored. Any other name is an error that names it.
+func ParseScope(name string) (Scope, error) { return topology.ParseScope(name) }
+
 // GoThread runs fn on a new goroutine locked to an OS thread of its own,
 // never the process's main thread, as the library starts its workers. The
 // thread is destroyed when fn returns (it never goes back to the Go

@@ -141,7 +141,7 @@ func (r *rescuer) main(wk *worker) {
 	_ = sched.SetName(wk.name)
 	for {
 		wk.settleCPU()
-		wk.parker.Park()
+		wk.parkPlain()
 		for {
 			r.mu.Lock()
 			if r.stopped || len(r.pending) == 0 {

@@ -22,9 +22,7 @@ func TestReview4BouncedPushCounted(t *testing.T) {
 	defer q.Destroy()
 	old := q.table.Load().dfl
 	undo := fakeScanner(old.pool)
-	if err := q.SetNice(5); err != nil { // a new pwq; the idle old one retires
-		t.Fatal(err)
-	}
+	setPoolNice(t, q, 5) // a new pwq; the idle old one retires
 	old.pool.mu.Lock()
 	dead := old.dead
 	old.pool.mu.Unlock()

@@ -115,10 +115,14 @@ func (wk *worker) unparkStamped() {
 
 // parkStamped is wk.parker.Park recording the wake-up's stages in
 // wk.stages for the next item; a park that did not sleep records none.
-// On the worker's goroutine.
-func (wk *worker) parkStamped() {
+// With handOff the P is given up first (park). On the worker's goroutine.
+func (wk *worker) parkStamped(handOff bool) {
 	wk.stWoken = 0
-	wk.parker.ParkStamp(&wk.stWoken)
+	if handOff {
+		wk.parker.ParkStampHandOff(&wk.stWoken)
+	} else {
+		wk.parker.ParkStamp(&wk.stWoken)
+	}
 	s := &wk.stages
 	s.WakeNs, s.WokenNs, s.HavePNs = 0, 0, 0
 	if wk.stWoken == 0 {

@@ -241,7 +241,7 @@ func intsList(cpus []int) string {
 func AffinityPods() map[string][]string {
 	t := currentTopology()
 	out := map[string][]string{}
-	for _, s := range []Scope{ScopeCPU, ScopeSMT, ScopeCache, ScopeNUMA, ScopeSystem} {
+	for _, s := range []Scope{ScopeCPU, ScopeSMT, ScopeCacheShard, ScopeCache, ScopeNUMA, ScopeSystem} {
 		for _, p := range t.Pods(s) {
 			out[s.String()] = append(out[s.String()], p.String())
 		}

@@ -37,7 +37,8 @@ func (s *switchSource) Read() (*topology.Topology, error) {
 	s.mu.Lock()
 	src := s.src
 	s.mu.Unlock()
-	return src.Read()
+	t, err := src.Read()
+	return withShardSize(t), err
 }
 
 func (s *switchSource) set(src topology.Source) {

@@ -274,11 +274,7 @@ func (wk *worker) loop() {
 	for {
 		wk.settleCPU()
 		t0 := nanotime()
-		if stagesOn() {
-			wk.parkStamped()
-		} else {
-			wk.parker.Park()
-		}
+		wk.park()
 		wk.lastPark = nanotime() - t0
 		wk.scanOn()
 		if h := wakeHook.Load(); h != nil {

@@ -109,12 +109,16 @@ type queueAttrs struct {
 // whole system split per NUMA node (unbound queues); 0 means 1024, and a
 // value outside [1, 2048] is clamped with a slog warning. No thread is
 // created before the first item is queued. Errors: ErrInvalidFlags for
-// contradictory flags (PerCPU|Unbound, HighPri|RT), ErrPermission when the
+// a bit that is not one of the exported flags, or contradictory flags
+// (PerCPU|Unbound, HighPri|RT), ErrPermission when the
 // process may not use the RT class (SCHED_FIFO) or the high-priority one
 // (nice -20: CAP_SYS_NICE or RLIMIT_NICE), with the cause and the fix in
 // its text (see AllowRTFallback). A nil Option is ignored. Mirrors
 // alloc_workqueue().
 func Alloc(name string, flags Flags, maxActive int, opts ...Option) (*Workqueue, error) {
+	if err := checkPublicFlags(name, flags); err != nil {
+		return nil, err
+	}
 	return alloc(name, flags, maxActive, opts)
 }
 
@@ -122,6 +126,9 @@ func Alloc(name string, flags Flags, maxActive int, opts ...Option) (*Workqueue,
 // item at a time in queue order, also across attribute changes. Mirrors
 // alloc_ordered_workqueue().
 func AllocOrdered(name string, flags Flags, opts ...Option) (*Workqueue, error) {
+	if err := checkPublicFlags(name, flags); err != nil {
+		return nil, err
+	}
 	if flags&PerCPU != 0 {
 		return nil, fmt.Errorf("alloc_ordered_workqueue(%q): %w: ordered queues are unbound", name, ErrInvalidFlags)
 	}
@@ -332,17 +339,7 @@ func (q *Workqueue) installTable(topo *topology.Topology) {
 	if q.attrs.scopeDefault {
 		q.attrs.scope = defaultScope()
 	}
-	mask := topo.Online
-	if g := unboundMask.Load(); g != nil {
-		if m := g.And(mask); !m.IsEmpty() {
-			mask = m
-		}
-	}
-	if !q.attrs.cpus.IsEmpty() {
-		if m := q.attrs.cpus.And(topo.Online); !m.IsEmpty() {
-			mask = m
-		}
-	}
+	mask := effectiveCPUs(q.attrs.cpus, topo.Online, unboundMask.Load())
 	pods := topo.Pods(q.attrs.scope)
 	// One activeLimit per node, reused across attribute changes.
 	nodeLim := func(node int) *activeLimit {
@@ -1037,25 +1034,10 @@ func (q *Workqueue) MaxActive() int { return int(q.maxActive.Load()) }
 // n outside [1, 2048] (nothing changes), and for ordered queues, whose
 // max_active is fixed at 1. Mirrors workqueue_set_max_active().
 func (q *Workqueue) SetMaxActive(n int) error {
-	if n < 1 || n > MaxActive {
-		return fmt.Errorf("workqueue_set_max_active(%q, %d): %w: range [1, %d]", q.name, n, ErrInvalidArgument, MaxActive)
-	}
-	if q.ordered && n != 1 {
-		return fmt.Errorf("workqueue_set_max_active(%q, %d): %w: ordered queues have max_active 1", q.name, n, ErrInvalidArgument)
-	}
-	q.mu.Lock()
-	if q.destroying {
-		q.mu.Unlock()
-		return fmt.Errorf("workqueue_set_max_active(%q): %w", q.name, ErrDestroyed)
-	}
-	q.maxActive.Store(int32(n))
-	q.setNodeMax(currentTopology())
-	lims := append([]*activeLimit(nil), q.lims...)
-	q.mu.Unlock()
-	for _, l := range lims {
-		l.scan(nil)
-	}
-	return nil
+	return q.applyAttrs("max_active", func(a *Attrs) error {
+		a.MaxActive = n
+		return nil
+	})
 }
 
 // Congested reports whether items wait on the inactive list of the pwq

@@ -330,7 +330,13 @@ func (wk *Worker) loop(th *thread) bool {
 				return true
 			}
 			wk.mu.Unlock()
-			wk.parker.Park()
+			// A goroutine that the last items readied may sit in this
+			// thread's P: give the P up first then (sched.RunnableBehind).
+			if sched.RunnableBehind() {
+				wk.parker.ParkHandOff()
+			} else {
+				wk.parker.Park()
+			}
 			wk.mu.Lock()
 			continue
 		}

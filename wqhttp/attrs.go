@@ -233,17 +233,18 @@ func (h *handler) attrsWrite(w http.ResponseWriter, r *http.Request) {
 	} else {
 		// Queues sharing a name (wq allows it, the kernel's sysfs does not)
 		// are all written; the first error stops, and the queues already
-		// written get their old value back, so that a refused write
-		// changes nothing.
-		old := make([]string, len(qs))
+		// written get back every attribute they had (wq.Attrs), not only
+		// the one written: a write can change others (policy=highpri
+		// sets nice -20), and a refused write must change nothing.
+		old := make([]wq.Attrs, len(qs))
 		for i, q := range qs {
-			old[i], _ = q.Attr(attr)
+			old[i] = q.Attrs()
 		}
 		for i, q := range qs {
 			if err = q.SetAttr(attr, value); err != nil {
 				for j := range i {
-					if old[j] != "" {
-						_ = qs[j].SetAttr(attr, old[j])
+					if rerr := qs[j].ApplyAttrs(old[j]); rerr != nil {
+						err = fmt.Errorf("%w; restoring workqueue %s failed: %v", err, qs[j].Name(), rerr)
 					}
 				}
 				break

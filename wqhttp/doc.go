@@ -14,7 +14,10 @@
 //	           (inline CSS and script, no external asset): the monitor
 //	           table with items/s, each queue's queue-to-start histogram
 //	           (log2 us buckets) and the pools with their workers; it
-//	           polls /monitor, /hist and /dump (JSON) once a second
+//	           polls /monitor, /hist and /dump (JSON) once a second. Every
+//	           column header has a tooltip, and a legend below the tables
+//	           says what each column means (MonitorColumns, UIColumns,
+//	           PoolColumns; wqmon prints the same text)
 //	/monitor   the table of the kernel's tools/workqueue/wq_monitor.py:
 //	           total infl CPUtime CPUitsv CMW/RPR mayday rescued ESC per
 //	           workqueue; ?filter=REGEX keeps the queues whose name matches
@@ -50,7 +53,11 @@
 // when the value could not be tried because the process is at a thread
 // limit (wq.ErrThreadLimit). Writes are validated by wq against what the
 // process can do (a nice, class or CPU list no worker could get is
-// refused with 403 or 400) and a refused write changes nothing.
+// refused with 403 or 400) and a refused write changes nothing: numbers
+// are range-checked (an overflowing one answers 400), and a write to
+// several Sysfs queues of one name that one of them refuses gives the
+// others back every attribute they had (wq.Workqueue.ApplyAttrs of their
+// wq.Attrs from before the write), not only the one written.
 //
 // Every endpoint only reads snapshots (wq.Queues, Workqueue.Stats,
 // wq.Pools, wq.AffinityPods): a request never waits for a work item.

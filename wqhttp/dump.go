@@ -17,11 +17,14 @@ type DumpReport struct {
 	// UnboundCPUMask is the process-wide unbound cpumask, hex, as the
 	// global attribute "cpumask" prints it.
 	UnboundCPUMask string `json:"unbound_cpumask"`
-	// AffinityPods maps each affinity scope (cpu, smt, cache, numa,
+	// AffinityPods maps each affinity scope (cpu, smt, cache_shard, cache, numa,
 	// system) to its pods over the online CPUs, each a CPU list ("0-3").
 	AffinityPods map[string][]string `json:"affinity_pods"`
-	Pools        []DumpPool          `json:"pools"`
-	Workqueues   []DumpQueue         `json:"workqueues"`
+	// CacheShardSize is the cache_shard_size global (cores per
+	// cache_shard pod, about), as wq.CacheShardSize returns it.
+	CacheShardSize int         `json:"cache_shard_size"`
+	Pools          []DumpPool  `json:"pools"`
+	Workqueues     []DumpQueue `json:"workqueues"`
 }
 
 // DumpPool is one worker pool in a DumpReport.
@@ -68,14 +71,14 @@ type DumpQueue struct {
 	PoolIDs []int `json:"pool_ids"`
 }
 
-var scopeOrder = []string{"cpu", "smt", "cache", "numa", "system"}
+var scopeOrder = []string{"cpu", "smt", "cache_shard", "cache", "numa", "system"}
 
 // Dump returns the current pools, pods and workqueue-to-pool mapping of
 // every live workqueue (wq.Queues(false)). It reads each worker's last CPU
 // from /proc and never blocks on work items.
 func Dump() DumpReport {
 	mask, _ := wq.GlobalAttr("cpumask")
-	d := DumpReport{UnboundCPUMask: mask, AffinityPods: wq.AffinityPods(), Pools: []DumpPool{}, Workqueues: []DumpQueue{}}
+	d := DumpReport{UnboundCPUMask: mask, AffinityPods: wq.AffinityPods(), CacheShardSize: wq.CacheShardSize(), Pools: []DumpPool{}, Workqueues: []DumpQueue{}}
 	nq := map[int]int{}
 	for _, q := range wq.Queues(false) {
 		pol, _ := q.Attr("policy")
@@ -134,6 +137,7 @@ func (d DumpReport) text() string {
 	var b strings.Builder
 	b.WriteString("Affinity Scopes\n===============\n")
 	fmt.Fprintf(&b, "wq_unbound_cpumask=%s\n", d.UnboundCPUMask)
+	fmt.Fprintf(&b, "wq_cache_shard_size=%d\n", d.CacheShardSize)
 	for _, s := range scopeOrder {
 		pods, ok := d.AffinityPods[s]
 		if !ok {

@@ -42,6 +42,10 @@ type MonitorRow struct {
 	// that never escape.
 	Escaped       int64 `json:"escaped"`
 	EscapeAfterUs int64 `json:"escape_after_us"`
+	// FallbackReason is why the queue runs at a lower class than it asked
+	// for (wq.AllowRTFallback; Stats().FallbackReason), "" when it got its
+	// class. A gowq extension, left out of the JSON when empty.
+	FallbackReason string `json:"fallback_reason,omitempty"`
 }
 
 // MonitorSample is the body of /monitor?format=json.
@@ -69,7 +73,7 @@ func Monitor(filter *regexp.Regexp) MonitorSample {
 			Started: st.Total, Completed: st.Total - st.Infl, Infl: max(st.Infl, 0), CPUTimeUs: st.CPUTime.Microseconds(),
 			CPUIntensive: st.CPUItsv, CMWakeup: st.CMW, Repatriated: st.RPR,
 			Mayday: st.Mayday, Rescued: st.Rescued, Panics: st.Panics,
-			Escaped: st.ESC, EscapeAfterUs: st.EscapeAfter.Microseconds(),
+			Escaped: st.ESC, EscapeAfterUs: st.EscapeAfter.Microseconds(), FallbackReason: st.FallbackReason,
 		})
 	}
 	return s

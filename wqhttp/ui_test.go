@@ -34,15 +34,18 @@ func TestUIPage(t *testing.T) {
 		}
 	}
 	// The endpoints the script polls, as it calls them.
-	polled := regexp.MustCompile(`getJSON\("([a-z]+)"\)`).FindAllStringSubmatch(r.body, -1)
-	if len(polled) != 3 {
-		t.Fatalf("script polls %d endpoints, want 3 (monitor, hist, dump)", len(polled))
+	polled := map[string]bool{}
+	for _, m := range regexp.MustCompile(`getJSON\("([a-z]+)"\)`).FindAllStringSubmatch(r.body, -1) {
+		polled[m[1]] = true
 	}
-	for _, m := range polled {
-		jr := get(t, srv, "/"+m[1]+"?format=json")
-		mustOK(t, jr, m[1])
+	if len(polled) != 3 {
+		t.Fatalf("script polls %v, want 3 endpoints (monitor, hist, dump)", polled)
+	}
+	for ep := range polled {
+		jr := get(t, srv, "/"+ep+"?format=json")
+		mustOK(t, jr, ep)
 		if jr.ctype != "application/json" {
-			t.Errorf("%s: Content-Type %q", m[1], jr.ctype)
+			t.Errorf("%s: Content-Type %q", ep, jr.ctype)
 		}
 	}
 	if idx := get(t, srv, "/"); !strings.Contains(idx.body, `href="ui"`) {
@@ -59,5 +62,47 @@ func TestUIPage(t *testing.T) {
 	mustOK(t, pr, "GET /debug/wq/ui")
 	if pr.body != r.body {
 		t.Error("the page differs under a prefix")
+	}
+}
+
+// TestUIColumnsExplained catches a column of the live page, or of the
+// wq_monitor.py text table, that nothing explains: every header of the
+// page's two tables has a tooltip and a legend entry, and every column of
+// the text table has a legend line (wqmon prints them).
+func TestUIColumnsExplained(t *testing.T) {
+	srv := server(t, wqhttp.Options{})
+	page := get(t, srv, "/ui").body
+	if regexp.MustCompile(`<!--[a-z-]+-->`).MatchString(page) {
+		t.Errorf("page keeps a placeholder: %s", regexp.MustCompile(`<!--[a-z-]+-->`).FindString(page))
+	}
+	heads := regexp.MustCompile(`<th( title="([^"]*)")?>([^<]*)</th>`).FindAllStringSubmatch(page, -1)
+	if len(heads) < len(wqhttp.MonitorColumns)+len(wqhttp.PoolColumns) {
+		t.Fatalf("page has %d header cells, want at least %d", len(heads), len(wqhttp.MonitorColumns)+len(wqhttp.PoolColumns))
+	}
+	for _, h := range heads {
+		if strings.TrimSpace(h[2]) == "" {
+			t.Errorf("header %q has no tooltip", h[3])
+		}
+		if !strings.Contains(page, "<dt>Workqueues: "+h[3]+"</dt>") && !strings.Contains(page, "<dt>Worker pools: "+h[3]+"</dt>") {
+			t.Errorf("header %q has no legend entry", h[3])
+		}
+	}
+	for _, name := range []string{"CPUitsv", "CMW/RPR", "mayday", "rescued", "ESC", "items/s", "idle", "pending"} {
+		if !strings.Contains(page, ">"+name+"</th>") {
+			t.Errorf("page lacks the column %q", name)
+		}
+	}
+	var legend strings.Builder
+	if err := wqhttp.WriteMonitorLegend(&legend); err != nil {
+		t.Fatal(err)
+	}
+	var table strings.Builder
+	if err := wqhttp.WriteMonitorTable(&table, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, col := range strings.Fields(table.String()) {
+		if !strings.Contains(legend.String(), "\n"+col+": ") && !strings.HasPrefix(legend.String(), col+": ") {
+			t.Errorf("text table column %q has no legend line:\n%s", col, legend.String())
+		}
 	}
 }

@@ -163,6 +163,8 @@ reproduces which seed.`,
 	root.AddCommand(newAdaptiveCmd(stdout, stderr))
 	root.AddCommand(newTraceCmd(stdout, stderr))
 	root.AddCommand(newDoctorCmd(stdout, stderr))
+	root.AddCommand(newRoundTripCmd(stdout, stderr))
+	root.AddCommand(newTWQCmd(stdout, stderr))
 	// Later subcommands (trace, monitor) are added here with
 	// root.AddCommand.
 	return root
@@ -251,15 +253,14 @@ func runExperiment(ctx context.Context, e driver.Experiment, asJSON bool, out st
 		if err := res.WriteJSON(stdout); err != nil {
 			return &runFailure{err: err}
 		}
-	} else {
-		res.WriteTable(stdout)
+	} else if err := res.WriteTable(stdout); err != nil {
+		return &runFailure{err: err}
 	}
 	if out == "" {
 		return nil
 	}
 	var txt, js bytes.Buffer
-	res.WriteTable(&txt)
-	err = res.WriteJSON(&js)
+	err = errors.Join(res.WriteTable(&txt), res.WriteJSON(&js))
 	if err == nil {
 		err = os.MkdirAll(out, 0o755)
 	}

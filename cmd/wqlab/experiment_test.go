@@ -16,8 +16,9 @@ import (
 
 type fakeResult struct{ Rows []string }
 
-func (r *fakeResult) WriteTable(w io.Writer) {
-	io.WriteString(w, "table: "+strings.Join(r.Rows, ",")+"\n")
+func (r *fakeResult) WriteTable(w io.Writer) error {
+	_, err := io.WriteString(w, "table: "+strings.Join(r.Rows, ",")+"\n")
+	return err
 }
 func (r *fakeResult) WriteJSON(w io.Writer) error {
 	return driver.WriteJSON(w, struct {

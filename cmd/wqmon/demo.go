@@ -40,12 +40,20 @@ func startDemo(stderr io.Writer) (*demo, error) {
 		{"demo_highpri", wq.PerCPU | wq.HighPri},
 		{"demo_unbound", wq.Unbound | wq.Sysfs},
 		{"demo_reclaim", wq.Unbound | wq.MemReclaim},
+		{"demo_rt", wq.PerCPU | wq.RT},
 	}
 	for _, s := range specs {
+		// AllowRTFallback: a process that may not use a class still gets
+		// the queue, at a lower class, and the page says why.
 		q, err := wq.Alloc(s.name, s.flags, 0, wq.AllowRTFallback())
 		if err != nil {
 			d.destroy()
 			return nil, err
+		}
+		if st := q.Stats(); st.Fallback {
+			// The library's warning (slog) gives the whole reason; the
+			// live page shows it too.
+			fmt.Fprintf(stderr, "wqmon: demo: %s runs at %s, not the class it asked for (the reason is on the live page)\n", s.name, st.Policy)
 		}
 		d.queues = append(d.queues, q)
 	}
@@ -79,7 +87,7 @@ func startDemo(stderr io.Writer) (*demo, error) {
 // wake-ups on the per-CPU queues), short items, and now and then a CPU
 // spinner past the CPU-intensive threshold.
 func (d *demo) load(ctx context.Context) {
-	percpu, highpri, unbound, reclaim := d.queues[0], d.queues[1], d.queues[2], d.queues[3]
+	percpu, highpri, unbound, reclaim, rt := d.queues[0], d.queues[1], d.queues[2], d.queues[3], d.queues[4]
 	sleeper := func() { time.Sleep(2 * time.Millisecond) }
 	short := func() {}
 	tick := time.NewTicker(10 * time.Millisecond)
@@ -94,6 +102,7 @@ func (d *demo) load(ctx context.Context) {
 			percpu.QueueOn(0, wq.NewWork(sleeper))
 			highpri.Queue(wq.NewWork(short))
 			unbound.Queue(wq.NewWork(short))
+			rt.Queue(wq.NewWork(short))
 		}
 		reclaim.Queue(wq.NewWork(sleeper))
 		if i%50 == 0 {

@@ -13,6 +13,10 @@
 //	                            total  infl  CPUtime CPUitsv CMW/RPR  mayday rescued     ESC
 //	demo_percpu                   412     1      0.1       0      97       -       -       -
 //
+// Before the first table wqmon prints on stderr what each column means
+// (total, infl, CPUtime, CPUitsv, CMW/RPR, mayday, rescued, ESC; the same
+// text as the live page's tooltips and legend).
+//
 // By default each table shows what happened during the last interval (the
 // counters' deltas since the previous sample; infl is the current number
 // in flight), the first one the totals so far. -c prints the totals since
@@ -149,7 +153,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "wqmon: demo workload served at %s/\n", d.url)
 	}
 	fmt.Fprintf(stderr, "wqmon: live page: %s\n", uiURL(c.base))
+	if !c.jsonLines {
+		writeLegend(stderr)
+	}
 	return monitor(ctx, c, stdout, stderr)
+}
+
+// writeLegend writes, once, what the table's columns mean, each line
+// prefixed "wqmon: ", so that the columns are explained where the table
+// is read and stdout keeps only the tables.
+func writeLegend(w io.Writer) {
+	var b strings.Builder
+	_ = wqhttp.WriteMonitorLegend(&b)
+	fmt.Fprintln(w, "wqmon: columns (\"-\": does not apply to that queue):")
+	for _, l := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
+		fmt.Fprintln(w, "wqmon:   "+l)
+	}
 }
 
 // uiURL returns the URL of wqhttp's live page (/ui) for base, the URL

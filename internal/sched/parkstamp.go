@@ -33,23 +33,7 @@ func Nanotime() int64 { return runtimeNanotime() }
 // Park when nobody reads the stamp. out must point to memory that stays
 // valid (not a stack variable of a goroutine other than the caller's) and
 // is written by the calling thread only.
-func (p *Parker) ParkStamp(out *int64) {
-	if p.state.CompareAndSwap(parkToken, parkIdle) {
-		return
-	}
-	if !p.state.CompareAndSwap(parkIdle, parkSleeping) {
-		p.state.Store(parkIdle)
-		return
-	}
-	for {
-		futexWaitStamp(unsafe.Pointer(&p.state), &p.ts, out)
-		if p.state.Load() == parkToken {
-			p.state.Store(parkIdle)
-			return
-		}
-		// Spurious wake-up or EINTR (Go's preemption signals): loop.
-	}
-}
+func (p *Parker) ParkStamp(out *int64) { p.parkStampMode(out, false) }
 
 // futexWaitStamp is syscall.Syscall6(SYS_FUTEX, FUTEX_WAIT) with a raw
 // clock_gettime between the futex's return and exitsyscall, which is where

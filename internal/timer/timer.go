@@ -81,7 +81,7 @@ func (t *Timer) Reset(d time.Duration, rt *RT) {
 		t.gt.Reset(d)
 		return
 	}
-	rt.add(t, sched.MonoNow()+int64(d))
+	rt.add(t, Deadline(sched.MonoNow(), d))
 }
 
 // Stop disarms the timer. It returns true if it stopped an armed timer:

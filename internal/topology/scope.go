@@ -22,6 +22,11 @@ const (
 	ScopeCPU
 	// ScopeSMT groups the SMT siblings of one core ("smt").
 	ScopeSMT
+	// ScopeCacheShard splits each last-level cache into shards of about
+	// the cache shard size in cores, SMT siblings kept together
+	// ("cache_shard", the kernel's WQ_AFFN_CACHE_SHARD): see
+	// Topology.WithCacheShardSize.
+	ScopeCacheShard
 	// ScopeCache groups the CPUs that share the last-level cache ("cache").
 	ScopeCache
 	// ScopeNUMA groups the CPUs of one NUMA node ("numa").
@@ -32,17 +37,19 @@ const (
 	numScopes = int(ScopeSystem) + 1
 )
 
-// DefaultScope is the kernel's default affinity scope, ScopeCache.
-const DefaultScope = ScopeCache
+// DefaultScope is the kernel's default affinity scope, ScopeCacheShard
+// (since the series that added it; ScopeCache before).
+const DefaultScope = ScopeCacheShard
 
 // ErrUnknownScope is returned, wrapped, by ParseScope for a name that is
 // not an affinity scope.
 var ErrUnknownScope = errors.New("topology: unknown affinity scope")
 
-var scopeNames = [numScopes]string{"default", "cpu", "smt", "cache", "numa", "system"}
+var scopeNames = [numScopes]string{"default", "cpu", "smt", "cache_shard", "cache", "numa", "system"}
 
 // String returns the kernel's name of the scope: "default", "cpu", "smt",
-// "cache", "numa" or "system"; "Scope(N)" for an invalid value.
+// "cache_shard", "cache", "numa" or "system"; "Scope(N)" for an invalid
+// value.
 func (s Scope) String() string {
 	if s.Valid() {
 		return scopeNames[s]

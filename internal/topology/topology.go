@@ -30,13 +30,17 @@ type Topology struct {
 	pods   [numScopes][]CPUSet // per resolved scope, sorted by First
 	podIdx [numScopes][]int32  // per scope: CPU id -> index in pods, -1 where not Online
 	nodes  []Node              // sorted by ID
+	// shardSize is the cache shard size (cores) of the ScopeCacheShard
+	// pods (WithCacheShardSize).
+	shardSize int
 }
 
 // NewStatic builds a Topology from explicit data, for tests and for callers
 // that inject a topology (for example to simulate CPU hotplug). Online and
 // Possible are both set to online. For each CPU of online, coreOf returns its
 // SMT core, llcOf its last-level cache and nodeOf its NUMA node; the values
-// are arbitrary labels, and CPUs with equal labels form one pod. A nil
+// are arbitrary labels, and CPUs with equal labels form one pod; the
+// cache_shard pods are cut from them with DefaultCacheShardSize. A nil
 // coreOf puts each CPU in its own core, a nil nodeOf puts all CPUs in node 0,
 // and a nil llcOf gives one cache group per NUMA node. The functions are
 // called during NewStatic only and not retained.
@@ -69,6 +73,9 @@ func newTopology(online, possible CPUSet, coreOf, llcOf, nodeOf func(int) int) *
 		ScopeSystem: func(int) int { return 0 },
 	}
 	for sc := ScopeCPU; sc <= ScopeSystem; sc++ {
+		if sc == ScopeCacheShard {
+			continue // cut from the SMT and cache pods below
+		}
 		idx := make([]int32, n)
 		for i := range idx {
 			idx[i] = -1
@@ -104,6 +111,8 @@ func newTopology(online, possible CPUSet, coreOf, llcOf, nodeOf func(int) int) *
 		t.nodes = append(t.nodes, Node{ID: id, CPUs: NewCPUSet(cpus...)})
 	}
 	slices.SortFunc(t.nodes, func(a, b Node) int { return a.ID - b.ID })
+	t.shardSize = DefaultCacheShardSize
+	t.computeShards()
 	return t
 }
 
@@ -159,8 +168,8 @@ func (t *Topology) Nodes() []Node {
 }
 
 // Equal reports whether t and o describe the same usable topology: the same
-// Online and Possible sets, the same SMT, cache and NUMA pods, and the same
-// node ids. Two nil topologies are equal; nil never equals a non-nil one.
+// Online and Possible sets, the same SMT, cache shard, cache and NUMA pods,
+// and the same node ids. Two nil topologies are equal; nil never equals a non-nil one.
 func (t *Topology) Equal(o *Topology) bool {
 	if t == nil || o == nil {
 		return t == o
@@ -168,7 +177,7 @@ func (t *Topology) Equal(o *Topology) bool {
 	if !t.Online.Equal(o.Online) || !t.Possible.Equal(o.Possible) {
 		return false
 	}
-	for _, sc := range []Scope{ScopeSMT, ScopeCache, ScopeNUMA} {
+	for _, sc := range []Scope{ScopeSMT, ScopeCacheShard, ScopeCache, ScopeNUMA} {
 		if !slices.EqualFunc(t.pods[sc], o.pods[sc], CPUSet.Equal) {
 			return false
 		}

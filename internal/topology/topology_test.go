@@ -192,7 +192,7 @@ func TestScopeNames(t *testing.T) {
 			t.Errorf("ParseScope(%q) = %v, %v", sc.String(), got, err)
 		}
 	}
-	want := []string{"default", "cpu", "smt", "cache", "numa", "system"}
+	want := []string{"default", "cpu", "smt", "cache_shard", "cache", "numa", "system"}
 	for i, w := range want {
 		if Scope(i).String() != w {
 			t.Errorf("Scope(%d) = %q, want %q", i, Scope(i), w)
@@ -201,10 +201,10 @@ func TestScopeNames(t *testing.T) {
 	if got, err := ParseScope(" Cache\n"); err != nil || got != ScopeCache {
 		t.Errorf("ParseScope(\" Cache\\n\") = %v, %v", got, err)
 	}
-	if DefaultScope != ScopeCache {
-		t.Errorf("DefaultScope = %v, want cache (the kernel's)", DefaultScope)
+	if DefaultScope != ScopeCacheShard {
+		t.Errorf("DefaultScope = %v, want cache_shard (the kernel's)", DefaultScope)
 	}
-	for _, bad := range []string{"", "core", "cache_shard", "node"} {
+	for _, bad := range []string{"", "core", "cache-shard", "node"} {
 		if _, err := ParseScope(bad); !errors.Is(err, ErrUnknownScope) || !errors.Is(err, ErrSyntax) {
 			t.Errorf("ParseScope(%q) err = %v", bad, err)
 		}

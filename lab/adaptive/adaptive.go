@@ -347,7 +347,7 @@ func (r *Result) WriteJSON(w io.Writer) error {
 // p99 within 1.5x of the unbound row of its class; idle, each adaptive
 // row's locality at least 95% and its p50 within 1.1x of the per-CPU row
 // of its class.
-func (r *Result) WriteTable(w io.Writer) {
+func (r *Result) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "adaptive placement: queue-to-start (us) of items queued on cpu%d; queuer %s\n", r.CPU, r.QueuerOn)
 	for _, t := range r.Tables {
@@ -402,7 +402,8 @@ func (r *Result) WriteTable(w io.Writer) {
 		}
 	}
 	b.WriteString("\nlocal: share of items whose function started on the queueing CPU; ESC: items the escaper ran elsewhere\n")
-	io.WriteString(w, b.String())
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 func verdict(ok bool, yes, no string) string {

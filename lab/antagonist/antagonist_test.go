@@ -220,7 +220,7 @@ func TestBurnersConsumeCPUAndStop(t *testing.T) {
 func TestBurnersSettings(t *testing.T) {
 	cpus := allowedCPUs(t)
 	last := cpus[len(cpus)-1]
-	nice := 7
+	nice := settableNice(7)
 	g, err := Burners(BurnerSpec{Jobs: 2, LoadPct: 5, Mode: ModeNoop, CycleMs: 2, CPUs: []int{cpus[0], last}, SplitCPUs: true, Nice: nice})
 	if err != nil {
 		t.Fatal(err)
@@ -247,7 +247,7 @@ func TestBurnersSettings(t *testing.T) {
 func TestHogPinnedAndNiced(t *testing.T) {
 	cpus := allowedCPUs(t)
 	cpu := cpus[len(cpus)-1]
-	nice := 5
+	nice := settableNice(5)
 	if canRaisePriority() {
 		nice = -20 // as in seed 004
 	}

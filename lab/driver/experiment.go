@@ -38,8 +38,8 @@ type Experiment interface {
 // Result is what an Experiment's Run returns.
 type Result interface {
 	// WriteTable prints the result as text tables, with the verdicts or
-	// goals the experiment checks. It does not fail.
-	WriteTable(w io.Writer)
+	// goals the experiment checks. It returns w's error.
+	WriteTable(w io.Writer) error
 	// WriteJSON writes the result as one indented JSON document whose
 	// "schema" field names its layout (Schema). It returns w's error.
 	WriteJSON(w io.Writer) error

@@ -10,18 +10,20 @@ import (
 	"github.com/gowq/wq/lab/adaptive"
 	"github.com/gowq/wq/lab/driver"
 	"github.com/gowq/wq/lab/scenario"
+	"github.com/gowq/wq/lab/twq"
 	"github.com/gowq/wq/lab/wake"
 )
 
 type fakeResult struct{}
 
-func (*fakeResult) WriteTable(io.Writer)      {}
-func (*fakeResult) WriteJSON(io.Writer) error { return nil }
+func (*fakeResult) WriteTable(io.Writer) error { return nil }
+func (*fakeResult) WriteJSON(io.Writer) error  { return nil }
 
-// TestEveryExperimentHasTheContract: the suite, wake, adaptive and the
-// blocking bursts are driver.Experiments with their names, their rows,
-// and option errors that wrap driver.ErrInvalidOption (a package that
-// kept an ErrInvalidOption of its own would fail errors.Is).
+// TestEveryExperimentHasTheContract: the suite, the blocking bursts,
+// wake, adaptive, roundtrip and twq are driver.Experiments with their
+// names, their rows, and option errors that wrap driver.ErrInvalidOption
+// (a package that kept an ErrInvalidOption of its own would fail
+// errors.Is).
 func TestEveryExperimentHasTheContract(t *testing.T) {
 	for _, tc := range []struct {
 		e       driver.Experiment
@@ -33,6 +35,8 @@ func TestEveryExperimentHasTheContract(t *testing.T) {
 		{adaptive.Experiment(adaptive.Options{Samples: -1}), adaptive.Name, adaptive.ErrInvalidOption, "RT per-CPU esc 50us"},
 		{scenario.Experiment(scenario.Options{Scenarios: []string{"nonesuch"}}), scenario.Suite, scenario.ErrInvalidOption, "rt-percpu"},
 		{scenario.Experiment(scenario.Options{Scenarios: []string{scenario.Blocking}}), scenario.Blocking, nil, "go statement"},
+		{twq.RoundTripExperiment(twq.RoundTripOptions{Samples: -1}), twq.RoundTripName, twq.ErrInvalidOption, "gowq RT per-CPU"},
+		{twq.TestWorkqueueExperiment(twq.TestWorkqueueOptions{Items: -1}), twq.TestWorkqueueName, twq.ErrInvalidOption, "cache_shard"},
 	} {
 		if tc.e.Name() != tc.name {
 			t.Errorf("Name %q, want %q", tc.e.Name(), tc.name)

@@ -104,40 +104,27 @@ import "C"
 import (
 	"fmt"
 	"syscall"
-	"time"
 	"unsafe"
 )
 
-// Policy of the waiting thread.
-type Policy int
-
-const (
-	Other Policy = C.SCHED_OTHER // SCHED_OTHER, nice 0
-	FIFO  Policy = C.SCHED_FIFO  // SCHED_FIFO
-)
-
-// Options shape a probe run.
-type Options struct {
-	N         int           // wake-ups to measure (> 0)
-	Policy    Policy        // waiter's policy
-	Priority  int           // RT priority for FIFO (1..99)
-	WaiterCPU int           // CPU to pin the waiter to, -1 for none
-	WakerCPU  int           // CPU to pin the waker to, -1 for none
-	Gap       time.Duration // pause between wake-ups
-}
+// Available reports whether the probe can run in this build: nil, because
+// this file is built only with cgo.
+func Available() error { return nil }
 
 // Run measures opts.N wake-ups and returns their latencies in ns (time
 // from just before futex_wake to the waiter's first instruction after
 // futex_wait). It blocks for about N*(Gap+30us). Errors: invalid options,
 // or the errno of sched_setscheduler (EPERM without privilege).
 func Run(opts Options) ([]int64, error) {
-	if opts.N <= 0 {
-		return nil, fmt.Errorf("probe: N must be > 0, got %d", opts.N)
-	}
-	if opts.Policy == FIFO && (opts.Priority < 1 || opts.Priority > 99) {
-		return nil, fmt.Errorf("probe: FIFO priority %d out of range 1..99", opts.Priority)
+	if err := opts.validate(); err != nil {
+		return nil, err
 	}
 	out := make([]int64, opts.N)
+	// The C code passes the policy straight to sched_setscheduler, so the
+	// constants of options.go must be the C headers' values: an index
+	// other than 0 into a one-element array fails the build.
+	_ = [1]struct{}{}[Other-C.SCHED_OTHER]
+	_ = [1]struct{}{}[FIFO-C.SCHED_FIFO]
 	cout := (*C.int64_t)(C.malloc(C.size_t(opts.N) * 8))
 	defer C.free(unsafe.Pointer(cout))
 	rc := C.run_probe(cout, C.int(opts.N), C.int(opts.Policy), C.int(opts.Priority), C.int(opts.WaiterCPU), C.int(opts.WakerCPU), C.int64_t(opts.Gap))

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -77,8 +78,7 @@ func RunBlocking(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	res.WriteTable(w)
-	return nil
+	return res.WriteTable(w)
 }
 
 // MeasureBlocking measures bursts of N = 10, 100, 1000 items that each
@@ -125,9 +125,12 @@ func MeasureBlocking(ctx context.Context) (*BlockingResult, error) {
 // WriteTable prints the bursts' table: per burst cold and warm ms, their
 // ratios to the unbound row of the same class and to the go statement
 // (lower is better), and the CM monitor's CPU per item; then the
-// monitor's idle CPU.
-func (r *BlockingResult) WriteTable(w io.Writer) {
-	writeBlockingTable(w, r.Bursts, r.IdleLightUsPerS, r.IdleDeepUsPerS)
+// monitor's idle CPU. It returns w's error.
+func (r *BlockingResult) WriteTable(w io.Writer) error {
+	var b bytes.Buffer
+	writeBlockingTable(&b, r.Bursts, r.IdleLightUsPerS, r.IdleDeepUsPerS)
+	_, err := w.Write(b.Bytes())
+	return err
 }
 
 // WriteJSON writes r as one indented JSON document whose "schema" is

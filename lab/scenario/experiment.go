@@ -54,18 +54,20 @@ func (s suite) Run(ctx context.Context) (driver.Result, error) {
 
 // WriteSection prints s's table (WriteTable) and, for verity, the
 // fio-style completion latency of the default row and of the best RT
-// row, as wqlab prints each scenario when it ends.
-func (s *ScenarioResult) WriteSection(w io.Writer) {
-	s.WriteTable(w)
-	if s.Name != Verity || s.Skipped {
-		return
+// row, as wqlab prints each scenario when it ends. It returns the
+// first error writing to w.
+func (s *ScenarioResult) WriteSection(w io.Writer) error {
+	if err := s.WriteTable(w); err != nil || s.Name != Verity || s.Skipped {
+		return err
 	}
 	ids := []string{s.Default}
 	if s.Verdict.BestRT != "" && s.Verdict.BestRT != s.Default {
 		ids = append(ids, s.Verdict.BestRT)
 	}
-	fmt.Fprintln(w, "\nfio-style completion latency (all rows in verity-fio.txt):")
-	s.WriteFio(w, ids...)
+	if _, err := fmt.Fprintln(w, "\nfio-style completion latency (all rows in verity-fio.txt):"); err != nil {
+		return err
+	}
+	return s.WriteFio(w, ids...)
 }
 
 // Summary is the "== summary ==" block: one line per scenario, its
@@ -85,10 +87,14 @@ func (r *Results) Summary() string {
 
 // WriteTable prints every scenario's section (WriteSection), each after
 // an empty line, then the summary: the tables wqlab prints during a run.
-func (r *Results) WriteTable(w io.Writer) {
+// It returns the first error writing to w.
+func (r *Results) WriteTable(w io.Writer) error {
 	for i := range r.Scenarios {
 		fmt.Fprintln(w)
-		r.Scenarios[i].WriteSection(w)
+		if err := r.Scenarios[i].WriteSection(w); err != nil {
+			return err
+		}
 	}
-	io.WriteString(w, r.Summary())
+	_, err := io.WriteString(w, r.Summary())
+	return err
 }

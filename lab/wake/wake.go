@@ -314,7 +314,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		rows = append(rows, r)
 		switch c.kind {
 		case KindProbe:
-			switch {
+			switch err := probe.Available(); {
+			case err != nil:
+				r.res.Skipped = err.Error()
 			case c.probe == probe.FIFO:
 				if err := wq.CheckRT(1); err != nil {
 					r.res.Skipped = err.Error()
@@ -675,7 +677,7 @@ func (r *Result) WriteJSON(w io.Writer) error {
 // (issue 3: 2x; issue 9: 1.5x), the normal class's p99 against RT's, and
 // the worst case: the best RT row's max against the probe's max (issue
 // 14: 10x with a SCHED_OTHER queuer, 3x with a FIFO one).
-func (r *Result) WriteTable(w io.Writer) {
+func (r *Result) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "queue-to-start latency, load: %s", r.Load)
 	driver.WriteLoad(&b, string(r.Load), r.LoadName, r.LoadPct)
@@ -752,5 +754,6 @@ func (r *Result) WriteTable(w io.Writer) {
 	if r.Explain != nil {
 		r.Explain.write(&b)
 	}
-	io.WriteString(w, b.String())
+	_, err := io.WriteString(w, b.String())
+	return err
 }
