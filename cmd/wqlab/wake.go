@@ -83,8 +83,7 @@ normal class's p99 at least 10x RT's, and the best RT row's max within 10x
 	return cmd
 }
 
-// explainFlags are the outlier-attribution and GC flags of `wqlab wake`
-// (issue 14 §1 and §2).
+// explainFlags are the outlier-attribution and GC flags of `wqlab wake`.
 type explainFlags struct {
 	explain   bool
 	threshold time.Duration

@@ -1,4 +1,4 @@
-// Package adaptive measures adaptive placement (escape_after, issue 11):
+// Package adaptive measures adaptive placement (escape_after):
 // per-CPU queues whose items run on the queueing CPU unless no worker
 // there starts them within escape_after, against plain per-CPU and
 // unbound queues, under seed 004's load (two hogs pinned to one CPU at
@@ -346,7 +346,7 @@ func (r *Result) WriteJSON(w io.Writer) error {
 // in us, locality, ESC) and the goals: under the hog, each adaptive row's
 // p99 within 1.5x of the unbound row of its class; idle, each adaptive
 // row's locality at least 95% and its p50 within 1.1x of the per-CPU row
-// of its class.
+// of its class. It returns w's error.
 func (r *Result) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "adaptive placement: queue-to-start (us) of items queued on cpu%d; queuer %s\n", r.CPU, r.QueuerOn)

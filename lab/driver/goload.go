@@ -8,8 +8,8 @@ import (
 )
 
 // GoLoad starts n goroutines of this process that spin until stop is
-// called, so that every P is busy (in-process load, issue 14: an RT
-// worker back from futex_wait must still find a P). The spin loop makes
+// called, so that every P is busy (in-process load: an RT worker back
+// from futex_wait must still find a P). The spin loop makes
 // no call the scheduler could preempt at cooperatively; the Go runtime
 // preempts it asynchronously (sysmon, every 10-20 ms), as it would a
 // busy goroutine of a real program. stop blocks until every goroutine
@@ -42,7 +42,7 @@ var sink atomic.Uint64
 
 // GCLoad starts one goroutine of this process that allocates about
 // mibPerSec MiB/s of garbage, so that GC cycles (and their
-// stop-the-world pauses) happen during a measurement (issue 14 §2: how
+// stop-the-world pauses) happen during a measurement (to see how
 // often an STW lands in an RT wake-up, and what GOGC, GOMEMLIMIT and
 // mlockall change). It allocates in 1 ms steps: small pointer-holding
 // objects (so that marking has work to do), about 4 MiB of which stay

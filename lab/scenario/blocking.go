@@ -18,7 +18,7 @@ import (
 	"github.com/gowq/wq/lab/driver"
 )
 
-// Blocking is the name of the blocking-items scenario (issue 12). It is not
+// Blocking is the name of the blocking-items experiment. It is not
 // part of the default suite: `wqlab --scenario blocking` runs it alone.
 const Blocking = "blocking"
 

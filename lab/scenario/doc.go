@@ -1,9 +1,12 @@
-// Package scenario runs the wqlab experiments: four scenarios taken from
-// the kernel mailing-list threads behind gowq's worker classes, each
-// measuring every gowq worker class and the usual Go executors under the
-// same CPU load, and reports them as the seeds' tables do. The command
-// cmd/wqlab is its user interface; everything it prints and writes comes
-// from here.
+// Package scenario runs the wqlab suite: four scenarios taken from the
+// kernel mailing-list threads behind gowq's worker classes (verity,
+// erofs, submit, delayed), each measuring every gowq worker class and the
+// usual Go executors under the same CPU load and reported as the seeds'
+// tables do, and a fifth, throughput, the common case with no
+// antagonist. A sixth experiment, blocking (bursts of items that block),
+// is not part of the suite and runs alone. Both are driver.Experiments
+// (Experiment); the command cmd/wqlab is their user interface, and
+// everything it prints and writes for them comes from here.
 //
 // # Scenarios
 //
@@ -23,7 +26,7 @@
 //     pinned to that CPU queues a 1 ms delayed item and waits for it.
 //     Latency is start - queue - 1 ms. Per-CPU queues run the item on the
 //     hogged CPU; unbound queues may run it anywhere.
-//   - throughput (issue 9, no seed): with no antagonist, one producer
+//   - throughput (no seed): with no antagonist, one producer
 //     goroutine; idle queue->start with one item every 200 us, then empty
 //     items back to back through a ring of 64 work items: items/s, as a
 //     multiple of ants/v2's in the same run, allocations per item
@@ -31,6 +34,12 @@
 //     (getrusage). Its slices are count-based (200k items and 1000 idle
 //     items per row in 8 rounds; --quick 20k and 200 in 4), so
 //     Options.Duration does not apply; about 3-8 s on 2 CPUs.
+//   - blocking (no seed; not in the suite: `wqlab --scenario blocking`
+//     runs it alone, and none of the suite's options apply): bursts of
+//     N = 10, 100, 1000 items that each block 1 ms (time.Sleep,
+//     nanosleep, a pipe read), on every queue class and a go statement per
+//     item; first Queue to Flush, cold (fresh queue) and warm, and the CM
+//     monitor thread's CPU per item and while idle.
 //
 // Scenarios verity, erofs and submit run under 8 CPU burners equivalent
 // to fio ioengine=cpuio cpuload=90 numjobs=8 cpumode=qsort (lab/antagonist;
@@ -126,7 +135,7 @@
 //	    "kernel": bool (optional; kernel rows were recorded)
 //	  },
 //	  "scenarios": [{
-//	    "name": "verity"|"erofs"|"submit"|"delayed", "title": string,
+//	    "name": "verity"|"erofs"|"submit"|"delayed"|"throughput", "title": string,
 //	    "seeds": ["000"], "description": string,
 //	    "skipped": bool (optional), "skip_reason": string (optional),
 //	    "default": row id the change columns compare against,
@@ -174,4 +183,29 @@
 //
 // A new field may be added without changing the schema name; removing or
 // changing the meaning of one changes it.
+//
+// # The other experiments' documents
+//
+// Every experiment writes one JSON document of the same form (its
+// Result.WriteJSON, driver.WriteJSON): an object whose "schema" is
+// "gowq.wqlab.<name>/v1" (driver.Schema), latencies in microseconds
+// (_us), durations in nanoseconds (_ns), the same rule for new fields.
+// `wqlab wake --json`, `wqlab adaptive --json`, `wqlab roundtrip --json`
+// and `wqlab twq --json` write theirs (schemas "gowq.wqlab.wake/v1",
+// "gowq.wqlab.adaptive/v1", "gowq.wqlab.roundtrip/v1" and
+// "gowq.wqlab.twq/v1"; the fields are the JSON tags of wake.Result,
+// adaptive.Result, twq.RoundTripResult and twq.TWQResult). The blocking
+// experiment's (`wqlab --scenario blocking`, which also writes
+// blocking.json and blocking.txt into --out) is:
+//
+//	{
+//	  "schema": "gowq.wqlab.blocking/v1",
+//	  "bursts": [{
+//	    "config": "per-CPU normal"|"per-CPU RT"|"unbound normal"|"unbound RT"|"go statement",
+//	    "kind": "time.Sleep"|"nanosleep"|"pipe read", "n": int,
+//	    "cold_ns": int, "warm_ns": int (first Queue to Flush returning),
+//	    "skipped": string (optional; why), "monitor_cpu_ns": int (per-CPU rows)
+//	  }],
+//	  "cm_idle_light_us_per_s": float, "cm_idle_deep_us_per_s": float
+//	}
 package scenario

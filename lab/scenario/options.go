@@ -28,7 +28,7 @@ const (
 	Erofs   = "erofs"
 	Submit  = "submit"
 	Delayed = "delayed"
-	// Throughput is issue 9's common-case table: idle queue->start and
+	// Throughput is the common-case table: idle queue->start and
 	// back-to-back items/s, allocations and CPU per item, against ants/v2.
 	Throughput = "throughput"
 )

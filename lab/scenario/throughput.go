@@ -13,7 +13,7 @@ import (
 	"github.com/gowq/wq/lab/stats"
 )
 
-// throughputWork is issue 9's common-case table: with no antagonist, for
+// throughputWork is the common-case table: with no antagonist, for
 // every class and every Go executor,
 //
 //   - idle (sparse) queue->start: one producer goroutine queues one item,
@@ -189,7 +189,7 @@ func finishThroughput(s *ScenarioResult) {
 	}
 }
 
-// throughputVerdict checks issue 9's throughput goals against ants/v2 in
+// throughputVerdict checks the throughput goals against ants/v2 in
 // the same run: the normal class at least 1.0x, the RT class at least
 // 0.5x, and no allocation per item on any gowq row.
 func throughputVerdict(s *ScenarioResult) Verdict {

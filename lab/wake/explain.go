@@ -1,6 +1,9 @@
 package wake
 
-// Outlier attribution (issue 14 §1, `wqlab wake --explain`).
+// Outlier attribution (`wqlab wake --explain`): the rules and the
+// evidence they read. The evidence readers are in explain_readers.go,
+// the explainer that gathers a run's evidence in explain_collect.go, the
+// rendering in explain_render.go.
 //
 // In explain mode every sample carries cheap evidence gathered around it,
 // and every sample above the outlier threshold is given the likely cause

@@ -1,8 +1,8 @@
 // Package wake measures queue-to-start latency of every gowq worker class
 // and of the usual Go executors against the raw wake-up probe (two C
 // threads handing a token through a futex, lab/probe), under
-// CPU load: issue 3's measurement of the wake path, with issue 9's Go
-// peers and issue 14's queuer and in-process load options.
+// CPU load, with a choice of queuing thread (SCHED_OTHER or SCHED_FIFO)
+// and of in-process load (spinning goroutines, garbage for the GC).
 //
 // It runs on the lab driver (package lab/driver), as the wqlab scenarios
 // do: the same loads (driver.Loads), the same interleaving
@@ -59,8 +59,8 @@ const (
 	QueuerOther Queuer = "other"
 	// QueuerFIFO is a SCHED_FIFO thread at gowq's RT priority
 	// (wq.RTPriority) that blocks in futex_wait until the item has
-	// started, as a 1 kHz GPU submitter or an RT control loop would
-	// (issue 14). The raw probe's waker runs at SCHED_FIFO too; the
+	// started, as a 1 kHz GPU submitter or an RT control loop would.
+	// The raw probe's waker runs at SCHED_FIFO too; the
 	// SCHED_OTHER probe row is then skipped (its waiter would inherit the
 	// waker's policy).
 	QueuerFIFO Queuer = "fifo"
@@ -71,7 +71,7 @@ const (
 	DefaultSamples = 2000
 	DefaultGap     = 200 * time.Microsecond
 	DefaultSlice   = 100
-	// MaxSamples bounds Options.Samples (issue 14 asks for 10^4 per row).
+	// MaxSamples bounds Options.Samples.
 	MaxSamples = 1_000_000
 	// MaxGoLoad bounds Options.GoLoad.
 	MaxGoLoad = 1024
@@ -97,7 +97,7 @@ type Options struct {
 	Progress func(done, total int)
 
 	// Explain gathers evidence around every sample and attributes each
-	// outlier to a likely cause (Result.Explain; issue 14 §1). Off, the
+	// outlier to a likely cause (Result.Explain). Off, the
 	// run collects nothing beyond the latencies.
 	Explain bool
 	// ExplainThreshold, when > 0, is the outlier threshold; 0 takes
@@ -672,11 +672,11 @@ func (r *Result) WriteJSON(w io.Writer) error {
 
 // WriteTable prints the result as a box table (driver.WriteBox): per row
 // the sample count, min, p50, avg, p99 and max in us, and p50 as a
-// multiple of the raw probe's p50 of the same policy (issue 9: within
-// 1.5x); then the targets: RT p99 against the raw SCHED_FIFO probe's p99
-// (issue 3: 2x; issue 9: 1.5x), the normal class's p99 against RT's, and
-// the worst case: the best RT row's max against the probe's max (issue
-// 14: 10x with a SCHED_OTHER queuer, 3x with a FIFO one).
+// multiple of the raw probe's p50 of the same policy; then the
+// targets: RT p99 within 2x of the raw SCHED_FIFO probe's p99, the normal
+// class's p99 at least 10x RT's, and the worst case: the best RT row's max
+// within 10x of the probe's max with a SCHED_OTHER queuer, 3x with a FIFO
+// one. It returns w's error.
 func (r *Result) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "queue-to-start latency, load: %s", r.Load)
