@@ -33,7 +33,7 @@ func goTool(t *testing.T) (string, []string) {
 
 // TestWorkspaceBuildsWithoutCgo catches a package that no longer builds or
 // vets with CGO_ENABLED=0 (no gcc, or a static build): a cgo-only package
-// needs a !cgo file, as internal/sched/probe has.
+// needs a !cgo file, as lab/probe has.
 func TestWorkspaceBuildsWithoutCgo(t *testing.T) {
 	goBin, env := goTool(t)
 	root, err := filepath.Abs(".")

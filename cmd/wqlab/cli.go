@@ -62,8 +62,8 @@ func (f *runFlags) register(fs *pflag.FlagSet) {
 			scenario.DefaultDuration, scenario.QuickDuration))
 	fs.StringSliceVarP(&f.configs, "configs", "c", nil,
 		"configurations to measure, comma-separated IDs or groups ("+strings.Join(scenario.ConfigGroups(), ", ")+"); see --list (default all)")
-	fs.BoolVar(&f.json, "json", false, "print the results JSON on stdout instead of the tables")
-	fs.StringVarP(&f.out, "out", "o", "wqlab-results", `directory for index.html (the report), results.json, results.txt and plots ("" writes nothing)`)
+	fs.BoolVar(&f.json, "json", false, "print the results JSON (blocking: its own document) on stdout instead of the tables")
+	fs.StringVarP(&f.out, "out", "o", "wqlab-results", `directory for index.html (the report), results.json, results.txt and plots; with --scenario blocking, blocking.json and blocking.txt ("" writes nothing)`)
 	fs.StringVar(&f.antagonist, "antagonist", scenario.AntagonistCPUIO,
 		"CPU load: cpuio (8 fio-equivalent burners at 90%), fio (the real fio, if installed), none")
 	fs.Int64Var(&f.verityMiB, "verity-mib", 0, "verity data size in MiB (default 64, --quick 8)")
