@@ -73,7 +73,7 @@ normal class's p99 at least 10x RT's, and the best RT row's max within 10x
 		},
 	}
 	cmd.Flags().StringVar(&load, "load", "hogs", "antagonist: hogs, burners or none")
-	cmd.Flags().IntVar(&samples, "samples", wake.DefaultSamples, "samples per configuration (1..1000000; issue 14 uses 10000)")
+	cmd.Flags().IntVar(&samples, "samples", wake.DefaultSamples, "samples per configuration (1..1000000)")
 	cmd.Flags().StringVar(&queuer, "queuer", "other", "class of the queuing thread and of the probe's waker: other (SCHED_OTHER) or fifo (SCHED_FIFO)")
 	cmd.Flags().IntVar(&goLoad, "go-load", 0, "goroutines of wqlab itself that spin during the run, keeping every P busy (0..1024)")
 	cmd.Flags().StringSliceVar(&only, "configs", nil, "rows to measure, comma-separated names (default all): "+strings.Join(wake.Configs(), ", "))

@@ -59,7 +59,7 @@ func (a antsPool) close()           { a.p.Release() }
 
 // antsRef holds ants/v2's figures from the last run of its sub-benchmark
 // in this process, so that the other sub-benchmarks of the same run can
-// report their ratio to it (issue 9: ratios against ants, same run). The
+// report their ratio to it (ratios against ants, same run). The
 // ants sub-benchmarks run first; when a -bench filter leaves them out,
 // no ratio is reported.
 var antsRef struct{ p50, p99, rate float64 } // ns, ns, items/s
@@ -170,7 +170,7 @@ func BenchmarkQueueToStart(b *testing.B) {
 	}
 }
 
-// BenchmarkThroughputRing: issue 9's throughput row: one producer queues
+// BenchmarkThroughputRing: the throughput row: one producer queues
 // empty items back to back through a ring of 64 work items (a gowq item
 // still pending is skipped for the next one), one op per item; reports
 // items/s, its ratio to ants/v2 in the same run (ants runs first),

@@ -229,7 +229,7 @@ var scenarioDefs = []*scenarioDef{
 		desc: "One producer goroutine, no antagonist (the load line says how busy the machine was). Idle: one item every 200 us, " +
 			"so that the worker is idle when it is queued, queue->start. Throughput: empty items " +
 			"queued back to back through a ring of 64 work items, items/s from the first queue to the last item's run, " +
-			"with allocations and process CPU time per item (issue 9).",
+			"with allocations and process CPU time per item.",
 		seeds: nil,
 		rows: append([]rowDef{
 			row("normal-percpu", ""),
