@@ -51,9 +51,9 @@ type Work struct {
 	// oneShot: the Work of a goItem (goapi.go), back on the free list
 	// after each run. Immutable.
 	oneShot bool
-	kst      atomic.Pointer[keyState]
-	knode    ilist.Node[Work] // guarded by kst.sh.mu: link in the key's chain
-	kseq     uint64           // guarded by kst.sh.mu: the chained instance's seq
+	kst     atomic.Pointer[keyState]
+	knode   ilist.Node[Work] // guarded by kst.sh.mu: link in the key's chain
+	kseq    uint64           // guarded by kst.sh.mu: the chained instance's seq
 
 	// List links. guarded by the pool lock of the list's pool. The list
 	// it is on (node.List()): pool.worklist, pwq.inactive or a worker's
