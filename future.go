@@ -3,7 +3,6 @@ package wq
 import (
 	"context"
 	"fmt"
-	"runtime/debug"
 )
 
 // Future is the result of a function queued with Submit: a value of type
@@ -29,7 +28,8 @@ type Future[T any] struct {
 // ErrQueueFull, ...). A panic in fn is recovered on the worker, which
 // goes on serving, and the Future's error is a *PanicError; a
 // runtime.Goexit in fn gives an error matching ErrWorkerExit. Panics of
-// futures do not go to the queue's panic handler.
+// futures count in the queue's Stats().Panics but do not go to its panic
+// handler.
 //
 // Submit never blocks. It allocates the Future and its done channel, and
 // nothing else beyond the caller's closure. Safe from any goroutine. The
@@ -109,7 +109,7 @@ func (f *Future[T]) runTask(ctx context.Context) {
 	defer func() {
 		if !returned {
 			if r := recover(); r != nil {
-				err = &PanicError{Value: r, Stack: debug.Stack()}
+				err = newPanicError(r)
 			} else {
 				err = errGoexit
 			}

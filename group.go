@@ -3,7 +3,6 @@ package wq
 import (
 	"context"
 	"fmt"
-	"runtime/debug"
 	"sync"
 )
 
@@ -63,8 +62,9 @@ func (q *Workqueue) NewGroup(ctx context.Context) (*Group, context.Context) {
 // runtime.Goexit in fn counts as fn returning an error matching
 // ErrWorkerExit. A Go that the queue refuses (ErrDestroyed, ErrDraining,
 // ErrQueueFull, ...) counts as fn returning that error, and fn never
-// runs; so does a nil fn, with ErrNoFunc. Group panics are not given to
-// the queue's panic handler: Wait is their handler.
+// runs; so does a nil fn, with ErrNoFunc. Group panics count in the
+// queue's Stats().Panics but are not given to its panic handler: Wait is
+// their handler.
 //
 // fn runs even when the group's context is already cancelled (fn sees
 // ctx.Err() and decides), as with errgroup. It runs with ctx's pprof
@@ -178,7 +178,7 @@ func (g *Group) run(ctx context.Context, fn func(context.Context) error) {
 	defer func() {
 		if !returned {
 			if r := recover(); r != nil {
-				err = &PanicError{Value: r, Stack: debug.Stack()}
+				err = newPanicError(r)
 			} else {
 				err = errGoexit
 			}

@@ -111,6 +111,9 @@ func TestGroupPanicIsPanicError(t *testing.T) {
 		t.Errorf("a group panic went to the panic handler too: %v", pi)
 	default:
 	}
+	if n := q.Stats().Panics; n != 1 {
+		t.Errorf("Stats().Panics = %d, want 1", n)
+	}
 	// The worker lives: the queue (max_active 1) runs the next item.
 	var ran atomic.Bool
 	if err := q.Go(func() { ran.Store(true) }); err != nil {

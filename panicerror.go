@@ -1,6 +1,9 @@
 package wq
 
-import "fmt"
+import (
+	"fmt"
+	"runtime/debug"
+)
 
 // PanicError is the error of a function of a Group or a Future that
 // panicked: Group.Wait and Future.Wait return it (match it with
@@ -29,3 +32,17 @@ func (p *PanicError) Unwrap() error {
 // errGoexit is the error of a Group or Future function that called
 // runtime.Goexit: its worker was retired and replaced.
 var errGoexit = fmt.Errorf("%w: the function called runtime.Goexit", ErrWorkerExit)
+
+// newPanicError makes the *PanicError of a panic recovered inside a Group
+// or Future item, with the stack of the panicking goroutine (call it from
+// the deferred function that recovered), and counts the panic in the
+// queue's Stats().Panics as the worker counts the panics it recovers
+// itself. On the item's worker.
+func newPanicError(r any) *PanicError {
+	if wk := selfWorker(); wk != nil {
+		if pq := wk.currentPwq; pq != nil { // the worker's own field
+			pq.stats.panics.Add(1)
+		}
+	}
+	return &PanicError{Value: r, Stack: debug.Stack()}
+}
