@@ -956,7 +956,10 @@ func (q *Workqueue) drainLoop(ctx context.Context) error {
 // start of Destroy, arming a delayed item on the queue is refused. After
 // Destroy returns no item of the queue is pending or running, Queue
 // returns false and reports ErrDestroyed once, and attribute writes return
-// ErrDestroyed. Calling Destroy from one of the queue's own items would
+// ErrDestroyed. While it drains, queue calls from outside the queue's own
+// items are refused: Queue reports ErrDraining, and QueueErr, Go and the
+// other error calls return an error matching both ErrDestroyed and
+// ErrDraining. Calling Destroy from one of the queue's own items would
 // deadlock: it reports ErrDeadlock and returns without destroying. A second
 // Destroy waits for the first. It blocks until the queue is drained.
 // Mirrors destroy_workqueue().
