@@ -25,7 +25,8 @@ type Future[T any] struct {
 // reason, and fn never runs: ctx.Err() when ctx is already done, an error
 // matching ErrInvalidArgument for a nil q or ctx, ErrNoFunc for a nil fn,
 // and the queue's refusals as Go returns them (ErrDestroyed, ErrDraining,
-// ErrQueueFull, ...). A panic in fn is recovered on the worker, which
+// ErrQueueFull, ...). A function that CancelPending dropped before it
+// started leaves the Future done with ErrCancelled. A panic in fn is recovered on the worker, which
 // goes on serving, and the Future's error is a *PanicError; a
 // runtime.Goexit in fn gives an error matching ErrWorkerExit. Panics of
 // futures count in the queue's Stats().Panics but do not go to its panic
@@ -121,6 +122,11 @@ func (f *Future[T]) runTask(ctx context.Context) {
 }
 
 func (f *Future[T]) taskFunc() any { return f.fn }
+
+func (f *Future[T]) cancelTask(err error) {
+	var zero T
+	f.finish(zero, err)
+}
 
 // inOwnFunction reports whether the caller is the worker running f's
 // function.

@@ -42,6 +42,11 @@ import (
 // report, as the kernel's queue_work does.
 var ErrDisabled = errors.New("wq: work item is disabled")
 
+// ErrCancelled: a function of a Group or a Future that was cancelled
+// before it started (CancelPending drops queued items): the Group counts
+// it as the function's error, the Future is done with it.
+var ErrCancelled = errors.New("wq: work item cancelled before it ran")
+
 // errPending is the queue path's answer for an item that was already
 // pending: the item was not queued again, and its pending instance will
 // run. Never returned to a caller.
@@ -232,7 +237,8 @@ type goItem struct {
 // goTask is what Submit queues: a Future of some T.
 type goTask interface {
 	runTask(ctx context.Context)
-	taskFunc() any // the user's function, for Work.Func
+	cancelTask(err error) // done with err, never run
+	taskFunc() any        // the user's function, for Work.Func
 }
 
 // goItems is the free list of goItems. sync.Pool: per-P caches, no lock on
@@ -322,4 +328,26 @@ func (w *Work) traceContext() context.Context {
 		return nil
 	}
 	return goItemOf(w).ctx
+}
+
+// cancelGoItem ends the goItem whose Work w is, when w was cancelled
+// before it ran by a path that took it off a list, such as CancelPending
+// (not a queue refusal: goQueue handles those): a Group function counts as
+// returning ErrCancelled, a Future is done with it, and the item goes back
+// to the free list. Every path that cancels queued items wholesale must
+// call it for each oneShot item it cancelled, after releasing PENDING, or
+// a Group.Wait on it never returns. w must be idle and referred to by
+// nobody else; a Work that is not oneShot is left alone.
+func cancelGoItem(w *Work) {
+	if !w.oneShot {
+		return
+	}
+	g := goItemOf(w)
+	switch {
+	case g.grp != nil:
+		g.grp.done(ErrCancelled)
+	case g.task != nil:
+		g.task.cancelTask(ErrCancelled)
+	}
+	g.recycle()
 }

@@ -62,7 +62,8 @@ func (q *Workqueue) NewGroup(ctx context.Context) (*Group, context.Context) {
 // runtime.Goexit in fn counts as fn returning an error matching
 // ErrWorkerExit. A Go that the queue refuses (ErrDestroyed, ErrDraining,
 // ErrQueueFull, ...) counts as fn returning that error, and fn never
-// runs; so does a nil fn, with ErrNoFunc. Group panics count in the
+// runs; so does a nil fn, with ErrNoFunc, and a function that
+// CancelPending dropped before it started, with ErrCancelled. Group panics count in the
 // queue's Stats().Panics but are not given to its panic handler: Wait is
 // their handler.
 //
