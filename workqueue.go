@@ -490,7 +490,8 @@ func (q *Workqueue) newPwq(p *pool, l *activeLimit) *pwq {
 // queues) or of that CPU's pod (unbound queues). It returns false if w was
 // already pending or is disabled, true if it queued it. It never blocks and
 // makes no allocation. On a destroyed queue it returns false and reports
-// ErrDestroyed (once per queue) to the error handler. Mirrors queue_work().
+// ErrDestroyed (once per queue) to the error handler; QueueErr returns
+// the reason instead. Mirrors queue_work().
 func (q *Workqueue) Queue(w *Work) bool {
 	return q.queueResult("queue_work_on", w, q.queueOnErr(cpuUnbound, w))
 }
@@ -571,7 +572,9 @@ func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, fromTimer bool) bool {
 // queued w, otherwise the refusal, with w's PENDING released and the
 // instance cancelled. Every refusal of the queue path is returned from
 // here, never reported here: the bool calls report it (queueResult), the
-// error calls (QueueErr, Go, ...) return it.
+// error calls (QueueErr, Go, ...) return it. Reporting after the return
+// also means w is released before the error handler runs: a handler that
+// panics or calls runtime.Goexit must not leave w pending.
 func (q *Workqueue) queuePendedErr(reqCPU int, w *Work, fromTimer bool) error {
 	stamp := stagesOn() // stage timestamps (stages.go)
 	if stamp {
