@@ -49,6 +49,17 @@
 // (SetUnboundCPUMask), or the global mask alone when the two have none in
 // common, as the kernel's wq_unbound_cpumask works.
 //
+// # The Go layer
+//
+// On top of the kernel's API, which returns bools and takes a Work the
+// caller embeds, a Go program can queue closures and get errors back:
+// Workqueue.Go and GoContext queue a function (its Work comes from a free
+// list: no allocation beyond the closure), QueueErr is Queue with the
+// reason, Workqueue.NewGroup gives errgroup's semantics (first error
+// cancels, panics come back from Wait as *PanicError), and Submit returns
+// a Future. docs/go-users.md maps ants, pond, conc, errgroup and
+// client-go's workqueue onto these calls.
+//
 // # Wake path
 //
 // Idle workers park in a futex system call on a word of their own
@@ -80,7 +91,8 @@
 //     reported and counts as completed; a refused queue call returns false
 //     and leaves the item idle.
 //   - Allocation-free queueing: Queue, QueueOn and requeueing an idle item
-//     make no allocation.
+//     make no allocation; Go and GoContext none beyond the caller's
+//     closure.
 //   - Per-key order (gowq extension, QueueKeyed): items queued under one
 //     key run one at a time in queue order, keys run concurrently; a
 //     key's backlog waits in an intrusive chain, not on the workqueue, so

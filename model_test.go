@@ -256,6 +256,13 @@ func (h *harness) queue(w *wq.Work) bool {
 	return h.q.QueueOn(0, w)
 }
 
+func (h *harness) queueErr(w *wq.Work) (bool, error) {
+	if h.v.ordered {
+		return h.q.QueueErr(w)
+	}
+	return h.q.QueueOnErr(0, w)
+}
+
 func (h *harness) queueDelayed(d time.Duration) bool {
 	if h.v.ordered {
 		return h.q.QueueDelayed(h.dw, d)
@@ -286,6 +293,21 @@ func (h *harness) mQueue(i int, delayed, short bool) bool {
 		h.m.fifo = append(h.m.fifo, i)
 	}
 	return true
+}
+
+// mQueueErr: QueueErr. A held item has CANCELING, not PENDING: disabled
+// for the wait; a pending one is the dedup (no error).
+func (h *harness) mQueueErr(i int) (bool, error) {
+	it := &h.m.items[i]
+	switch {
+	case it.held > 0:
+		return false, wq.ErrDisabled
+	case it.pending:
+		return false, nil
+	case it.disabled > 0:
+		return false, wq.ErrDisabled
+	}
+	return h.mQueue(i, false, false), nil
 }
 
 // mMod: ModDelayed of the delayed item.
@@ -549,7 +571,7 @@ func drawEnd(rt *rapid.T) int {
 }
 
 var modelOpNames = []string{
-	"queue", "queue", "cancel", "cancelsync", "disablesync", "disable", "enable", "flush", "check",
+	"queue", "queue", "queueerr", "cancel", "cancelsync", "disablesync", "disable", "enable", "flush", "check",
 	"release", "release", "delayed", "delayed-1ms", "mod", "mod-1ms", "self", "self", "self",
 }
 
@@ -666,6 +688,13 @@ func runModel(rt *rapid.T, v modelVariant, maxOps int) {
 		switch op {
 		case "queue":
 			h.check("Queue", h.queue(w), h.mQueue(i, false, false))
+		case "queueerr":
+			ok, err := h.queueErr(w)
+			wantOK, wantErr := h.mQueueErr(i)
+			h.check("QueueErr queued", ok, wantOK)
+			if !errors.Is(err, wantErr) || (wantErr == nil) != (err == nil) {
+				h.t.Fatalf("QueueErr err = %v, model says %v (model %+v)", err, wantErr, h.m)
+			}
 		case "cancel":
 			h.check("Cancel", w.Cancel(), h.mCancel(i))
 		case "cancelsync", "disablesync":

@@ -1,6 +1,7 @@
 package wq_test
 
 import (
+	"context"
 	"log"
 
 	"github.com/gowq/wq"
@@ -8,6 +9,28 @@ import (
 
 // verify stands for the caller's work in the README's example.
 func verify(block int64) { _ = block }
+
+// verifyBlock stands for the caller's work in the README's group example.
+func verifyBlock(ctx context.Context, block int64) error { _ = block; return ctx.Err() }
+
+// Example_readmeGo is the README's first "Use" block (README.md shows its
+// body; TestReadmeGoBlocksCompile keeps the two equal). It runs, and has
+// no output to check.
+func Example_readmeGo() {
+	q, err := wq.Alloc("verity", wq.Unbound, 0) // normal class; wq.RT for SCHED_FIFO workers
+	if err != nil {
+		log.Fatal(err) // errors.Is(err, wq.ErrPermission) for RT without CAP_SYS_NICE
+	}
+	defer q.Destroy() // runs what is queued, then releases the workers
+
+	err = q.Go(func() { verify(7) }) // a closure; nil or why not (wq.ErrDestroyed, ...); never blocks
+
+	g, _ := q.NewGroup(context.Background()) // errgroup's semantics; the first error cancels its ctx
+	for _, b := range []int64{1, 2, 3} {
+		g.Go(func(ctx context.Context) error { return verifyBlock(ctx, b) })
+	}
+	err = g.Wait() // first error (it cancelled ctx); a panic is a *wq.PanicError
+}
 
 // Example_readmeUse is the README's "Use" code (README.md shows its body;
 // TestReadmeGoBlocksCompile keeps the two equal). It has no output comment:
@@ -17,7 +40,7 @@ func Example_readmeUse() {
 	if err != nil {
 		log.Fatal(err) // errors.Is(err, wq.ErrPermission) without CAP_SYS_NICE
 	}
-	defer q.Destroy() // drains, then releases threads
+	defer q.Destroy() // runs what is queued, then releases threads
 
 	type request struct {
 		wq.Work // embed, like struct work_struct

@@ -45,12 +45,15 @@ type Work struct {
 	// instances in flight (chained or active), nil when it has none. Set and
 	// cleared under kst.sh.mu, read lock-free by grab and by the completion
 	// hook, which re-check it under the lock. atomic.
-	// (kchained and kcolor sit in transit's padding.)
+	// (kchained, kcolor and oneShot sit in transit's padding.)
 	kchained bool  // guarded by kst.sh.mu: an instance waits in the chain
 	kcolor   uint8 // guarded by kst.sh.mu: the chained instance's flush color
-	kst      atomic.Pointer[keyState]
-	knode    ilist.Node[Work] // guarded by kst.sh.mu: link in the key's chain
-	kseq     uint64           // guarded by kst.sh.mu: the chained instance's seq
+	// oneShot: the Work of a goItem (goapi.go), back on the free list
+	// after each run. Immutable.
+	oneShot bool
+	kst     atomic.Pointer[keyState]
+	knode   ilist.Node[Work] // guarded by kst.sh.mu: link in the key's chain
+	kseq    uint64           // guarded by kst.sh.mu: the chained instance's seq
 
 	// List links. guarded by the pool lock of the list's pool. The list
 	// it is on (node.List()): pool.worklist, pwq.inactive or a worker's
@@ -133,13 +136,24 @@ func (w *Work) Func() string {
 	if w.fn == nil {
 		return ""
 	}
-	n := funcName(w.fn)
+	var n string
+	if w.oneShot {
+		n = funcName(goItemOf(w).userFunc()) // the caller's closure, not goItem.run
+	} else {
+		n = funcName(w.fn)
+	}
 	w.name.Store(&n)
 	return n
 }
 
-func funcName(fn func()) string {
-	f := runtime.FuncForPC(reflect.ValueOf(fn).Pointer())
+// funcName returns the name of the function fn (a func value of any
+// type).
+func funcName(fn any) string {
+	v := reflect.ValueOf(fn)
+	if v.Kind() != reflect.Func || v.IsNil() {
+		return "?"
+	}
+	f := runtime.FuncForPC(v.Pointer())
 	if f == nil {
 		return "?"
 	}

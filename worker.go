@@ -512,7 +512,7 @@ func (wk *worker) runItem(w *Work, fn func(), pq *pwq) {
 	// queue_work can never appear before this instance's execute_start.
 	t := tracer.Load()
 	if t != nil {
-		emit(t, &wqtrace.Event{Kind: wqtrace.ExecuteStart, TimeNs: nanotime(), CPU: sched.GetCPU(), TID: int(wk.self.Load()), Comm: wk.name, Work: w.addr(), Function: w.Func(), Workqueue: pq.wq.name}, nil)
+		emit(t, &wqtrace.Event{Kind: wqtrace.ExecuteStart, TimeNs: nanotime(), CPU: sched.GetCPU(), TID: int(wk.self.Load()), Comm: wk.name, Work: w.addr(), Function: w.Func(), Workqueue: pq.wq.name, Context: w.traceContext()}, nil)
 	}
 	// No longer between items: what was pushed lock-free since the last
 	// look goes to its pwq now (and gets a worker if the pool's
@@ -646,11 +646,16 @@ func (wk *worker) endItem(w *Work, pq *pwq, t *wqtrace.Tracer) {
 func (wk *worker) afterItem() {
 	p := wk.curPool.Load()
 	pq := wk.currentPwq
+	w := wk.current
 	wk.stage = stageNone
 	p.busy.Add(-1)
 	p.progress.Store(nanotime())
 	wk.current, wk.currentPwq = nil, nil
 	wk.curPwq.Store(nil)
+	if w != nil && w.oneShot {
+		// Nothing refers to a closure's Work any more (goapi.go).
+		releaseGoItem(w)
+	}
 	wk.sleeping, wk.cpuIntensive = false, false
 	if p.cm && !wk.counted && wk.rescuer == nil {
 		wk.counted = true

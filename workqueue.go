@@ -64,6 +64,7 @@ type Workqueue struct {
 
 	frozen     atomic.Bool // FreezeAll: new activeLimits start frozen
 	destroying bool        // guarded by mu: Destroy began; attribute changes are refused
+	dying      atomic.Bool // Destroy began: queue refusals say errDestroying, not ErrDraining
 	draining   atomic.Int32
 	destroyed  atomic.Bool
 	reported   atomic.Bool // ErrDestroyed reported once
@@ -486,9 +487,10 @@ func (q *Workqueue) newPwq(p *pool, l *activeLimit) *pwq {
 // queues) or of that CPU's pod (unbound queues). It returns false if w was
 // already pending or is disabled, true if it queued it. It never blocks and
 // makes no allocation. On a destroyed queue it returns false and reports
-// ErrDestroyed (once per queue) to the error handler. Mirrors queue_work().
+// ErrDestroyed (once per queue) to the error handler; QueueErr returns
+// the reason instead. Mirrors queue_work().
 func (q *Workqueue) Queue(w *Work) bool {
-	return q.queueOn(cpuUnbound, w)
+	return q.queueResult("queue_work_on", w, q.queueOnErr(cpuUnbound, w))
 }
 
 // QueueOn queues w on CPU cpu's pwq: for a per-CPU queue the item runs on
@@ -496,18 +498,21 @@ func (q *Workqueue) Queue(w *Work) bool {
 // unbound queue in that CPU's pod. Returns as Queue; a cpu that does not
 // exist returns false and reports ErrInvalidCPU. Mirrors queue_work_on().
 func (q *Workqueue) QueueOn(cpu int, w *Work) bool {
+	return q.queueResult("queue_work_on", w, q.queueOnChecked(cpu, w))
+}
+
+// queueOnChecked is QueueOn without the report: it checks cpu first.
+func (q *Workqueue) queueOnChecked(cpu int, w *Work) error {
 	if w == nil {
-		return q.queueOn(cpu, w) // reports ErrNoFunc
+		return ErrNoFunc
 	}
 	if q.destroyed.Load() {
-		q.reportDestroyed(w)
-		return false
+		return ErrDestroyed
 	}
 	if cpu < 0 || cpu >= len(q.table.Load().cpu) {
-		q.reportError("queue_work_on", w.Func(), fmt.Errorf("%w: %d", ErrInvalidCPU, cpu))
-		return false
+		return fmt.Errorf("%w: %d", ErrInvalidCPU, cpu)
 	}
-	return q.queueOn(cpu, w)
+	return q.queueOnErr(cpu, w)
 }
 
 // QueueNode queues w on a CPU of NUMA node node, preferring the caller's
@@ -528,23 +533,27 @@ func (q *Workqueue) QueueNode(node int, w *Work) bool {
 }
 
 func (q *Workqueue) queueOn(cpu int, w *Work) bool {
+	return q.queueResult("queue_work_on", w, q.queueOnErr(cpu, w))
+}
+
+// queueOnErr is queueOn without the report: nil when it queued w,
+// errPending when w was pending, otherwise the refusal (goapi.go).
+func (q *Workqueue) queueOnErr(cpu int, w *Work) error {
 	if w == nil || w.fn == nil {
-		q.reportError("queue_work_on", "", ErrNoFunc)
-		return false
+		return ErrNoFunc
 	}
 	if q.destroyed.Load() {
-		q.reportDestroyed(w)
-		return false
+		return ErrDestroyed
 	}
-	if !w.tryPend() {
-		return false
+	if err := w.pend(); err != nil {
+		return err
 	}
-	return q.queuePended(cpu, w)
+	return q.queuePendedErr(cpu, w, false)
 }
 
 // queuePended queues an item whose PENDING the caller owns
 // (__queue_work). It returns false, clearing PENDING, if the queue refuses
-// it (destroyed, or draining and not chained).
+// it (destroyed, or draining and not chained), and reports the refusal.
 func (q *Workqueue) queuePended(reqCPU int, w *Work) bool {
 	return q.queuePendedFrom(reqCPU, w, false)
 }
@@ -553,6 +562,17 @@ func (q *Workqueue) queuePended(reqCPU int, w *Work) bool {
 // fired, which a draining (not destroyed) queue accepts: it was queued
 // before the drain began.
 func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, fromTimer bool) bool {
+	return q.queueResult("queue_work_on", w, q.queuePendedErr(reqCPU, w, fromTimer))
+}
+
+// queuePendedErr is queuePendedFrom without the report: nil when it
+// queued w, otherwise the refusal, with w's PENDING released and the
+// instance cancelled. Every refusal of the queue path is returned from
+// here, never reported here: the bool calls report it (queueResult), the
+// error calls (QueueErr, Go, ...) return it. Reporting after the return
+// also means w is released before the error handler runs: a handler that
+// panics or calls runtime.Goexit must not leave w pending.
+func (q *Workqueue) queuePendedErr(reqCPU int, w *Work, fromTimer bool) error {
 	stamp := stagesOn() // stage timestamps (stages.go)
 	if stamp {
 		w.stampQueue()
@@ -560,20 +580,18 @@ func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, fromTimer bool) bool {
 	if q.destroyed.Load() {
 		w.markCancelled()
 		w.release()
-		q.reportDestroyed(w)
-		return false
+		return ErrDestroyed
 	}
 	if q.draining.Load() != 0 && !fromTimer && !q.isChained() {
-		// Released before the error handler runs: a handler that panics
-		// or calls runtime.Goexit must not leave w pending.
 		w.markCancelled()
 		w.release()
 		if q.destroyed.Load() {
-			q.reportDestroyed(w)
-		} else {
-			q.reportDraining("queue_work_on", w)
+			return ErrDestroyed
 		}
-		return false
+		if q.dying.Load() {
+			return errDestroying
+		}
+		return ErrDraining
 	}
 	traced := false
 	for {
@@ -582,8 +600,7 @@ func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, fromTimer bool) bool {
 			// Destroy finished after the checks above.
 			w.markCancelled()
 			w.release()
-			q.reportDestroyed(w)
-			return false
+			return ErrDestroyed
 		}
 		if tr := tracer.Load(); tr != nil && !traced {
 			traced = true
@@ -604,7 +621,7 @@ func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, fromTimer bool) bool {
 			runtime.UnlockOSThread()
 		}
 		if q.tryPush(reqCPU, pq, w) {
-			return true // a worker between items takes it (incoming.go)
+			return nil // a worker between items takes it (incoming.go)
 		}
 		// Locked path; also for an item that tryPush bounced (its pwq
 		// died), which finds the pwq dead below and retries.
@@ -617,8 +634,7 @@ func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, fromTimer bool) bool {
 			if q.destroyed.Load() {
 				w.markCancelled()
 				w.release()
-				q.reportDestroyed(w)
-				return false
+				return ErrDestroyed
 			}
 			runtime.Gosched()
 			continue
@@ -642,7 +658,7 @@ func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, fromTimer bool) bool {
 		if scan {
 			pq.lim.scan(nil)
 		}
-		return true
+		return nil
 	}
 }
 
@@ -940,7 +956,10 @@ func (q *Workqueue) drainLoop(ctx context.Context) error {
 // start of Destroy, arming a delayed item on the queue is refused. After
 // Destroy returns no item of the queue is pending or running, Queue
 // returns false and reports ErrDestroyed once, and attribute writes return
-// ErrDestroyed. Calling Destroy from one of the queue's own items would
+// ErrDestroyed. While it drains, queue calls from outside the queue's own
+// items are refused: Queue reports ErrDraining, and QueueErr, Go and the
+// other error calls return an error matching both ErrDestroyed and
+// ErrDraining. Calling Destroy from one of the queue's own items would
 // deadlock: it reports ErrDeadlock and returns without destroying. A second
 // Destroy waits for the first. It blocks until the queue is drained.
 // Mirrors destroy_workqueue().
@@ -957,6 +976,7 @@ func (q *Workqueue) Destroy() {
 	q.mu.Lock()
 	q.destroying = true // no attribute change installs pwqs from now on
 	q.mu.Unlock()
+	q.dying.Store(true)
 	q.drainReported.Store(false)
 	q.draining.Add(1) // never dropped: the queue refuses new work from now on
 	cancelled := q.closeTimers()

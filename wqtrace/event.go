@@ -1,6 +1,9 @@
 package wqtrace
 
-import "strconv"
+import (
+	"context"
+	"strconv"
+)
 
 // Kind is one of the kernel's four workqueue tracepoints.
 //
@@ -79,6 +82,13 @@ type Event struct {
 	Workqueue string  // queue name; set on QueueWork
 	ReqCPU    int     // QueueWork: requested CPU, or WorkCPUUnbound
 	TargetCPU int     // QueueWork: CPU of the chosen pool, -1 for unbound pools
+
+	// Context is, on ExecuteStart, the context.Context the item was
+	// queued with (wq's GoContext, Group.Go and Submit), nil for other
+	// items and events: RegionTracer makes the execution's task a child
+	// of its runtime/trace task. Recorder does not keep it; the text
+	// formats do not carry it.
+	Context context.Context
 
 	// Flags is ftrace's latency-format column (irqs-off, need-resched,
 	// hardirq/softirq, preempt-depth, migrate-disable), e.g. "d..1." or

@@ -35,11 +35,13 @@ func (r *Recorder) Trace(ev *Event) {
 	if ev == nil || !ev.Kind.Valid() {
 		return
 	}
+	e := *ev
+	e.Context = nil // not kept: it would hold the caller's values alive
 	r.mu.Lock()
 	if len(r.buf) < r.cap {
-		r.buf = append(r.buf, *ev)
+		r.buf = append(r.buf, e)
 	} else {
-		r.buf[r.next] = *ev
+		r.buf[r.next] = e
 		r.next++
 		if r.next == r.cap {
 			r.next = 0

@@ -9,7 +9,9 @@ import (
 
 // RegionTracer is a Tracer that shows work items in `go tool trace`, using
 // package runtime/trace: each execution (ExecuteStart to ExecuteEnd) becomes
-// a task with one region, both named after the work function, and QueueWork
+// a task with one region, both named after the work function (the task
+// is a child of the task of the Event's Context when it has one, as for
+// items of wq's GoContext, Group and Submit), and QueueWork
 // and ActivateWork become trace.Log messages in the categories
 // "workqueue_queue_work" and "workqueue_activate_work".
 //
@@ -57,7 +59,11 @@ func (t *RegionTracer) Trace(ev *Event) {
 		if !trace.IsEnabled() {
 			return
 		}
-		ctx, task := trace.NewTask(context.Background(), ev.Function)
+		parent := context.Background()
+		if ev.Context != nil {
+			parent = ev.Context // the task of the code that queued the item
+		}
+		ctx, task := trace.NewTask(parent, ev.Function)
 		region := trace.StartRegion(ctx, ev.Function)
 		t.mu.Lock()
 		t.open[ev.TID] = openRegion{task: task, region: region}

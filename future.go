@@ -1,0 +1,144 @@
+package wq
+
+import (
+	"context"
+	"fmt"
+)
+
+// Future is the result of a function queued with Submit: a value of type
+// T and an error, available once the function has returned. Its methods
+// are safe from any goroutine; Wait may be called any number of times and
+// returns the same result each time. A Future is made by Submit only.
+type Future[T any] struct {
+	done chan struct{}                    // closed once val and err are set
+	fn   func(context.Context) (T, error) // immutable after Submit
+	val  T                                // written once, before done is closed
+	err  error                            // written once, before done is closed
+}
+
+// Submit queues fn(ctx) on q and returns its Future. fn runs as a work
+// item of q, as GoContext's functions do: with ctx's pprof labels, as a
+// region of ctx's trace task under an execution trace, and even if ctx
+// ends before it starts (fn sees ctx and decides).
+//
+// When the call is refused, the returned Future is already done with the
+// reason, and fn never runs: ctx.Err() when ctx is already done, an error
+// matching ErrInvalidArgument for a nil q or ctx, ErrNoFunc for a nil fn,
+// and the queue's refusals as Go returns them (ErrDestroyed, ErrDraining,
+// ErrQueueFull, ...). A function that CancelPending dropped before it
+// started leaves the Future done with ErrCancelled. A panic in fn is recovered on the worker, which
+// goes on serving, and the Future's error is a *PanicError; a
+// runtime.Goexit in fn gives an error matching ErrWorkerExit. Panics of
+// futures count in the queue's Stats().Panics but do not go to its panic
+// handler.
+//
+// Submit never blocks. It allocates the Future and its done channel, and
+// nothing else beyond the caller's closure. Safe from any goroutine. The
+// kernel has no counterpart.
+func Submit[T any](q *Workqueue, ctx context.Context, fn func(context.Context) (T, error)) *Future[T] {
+	f := &Future[T]{done: make(chan struct{})}
+	var zero T
+	switch {
+	case q == nil:
+		f.finish(zero, fmt.Errorf("%w: nil *Workqueue", ErrInvalidArgument))
+	case ctx == nil:
+		f.finish(zero, errNilContext)
+	case fn == nil:
+		f.finish(zero, ErrNoFunc)
+	case ctx.Err() != nil:
+		f.finish(zero, ctx.Err())
+	default:
+		f.fn = fn
+		it := getGoItem()
+		it.task, it.ctx = f, ctx
+		if err := q.goQueue(it); err != nil {
+			f.finish(zero, err)
+		}
+	}
+	return f
+}
+
+// Wait blocks until the function has returned, or ctx is done, whichever
+// comes first. It returns the function's value and error (a *PanicError
+// if it panicked, the refusal if Submit was refused), or the zero T and
+// ctx.Err() when ctx ends first; the function is not affected and the
+// Future can be waited for again. A nil ctx waits without bound. Called
+// from inside the future's own function it would wait for itself: it
+// returns an error matching ErrDeadlock at once. As with Work.Flush,
+// waiting from an item of an ordered queue (or one with max_active 1) for
+// a function queued after it on the same queue is a deadlock that is not
+// detected; ctx bounds it.
+func (f *Future[T]) Wait(ctx context.Context) (T, error) {
+	select {
+	case <-f.done:
+		return f.val, f.err
+	default:
+	}
+	var zero T
+	if f.inOwnFunction() {
+		return zero, fmt.Errorf("wq: Future.Wait from inside the future's own function: %w", ErrDeadlock)
+	}
+	var ctxDone <-chan struct{}
+	if ctx != nil {
+		ctxDone = ctx.Done()
+	}
+	select {
+	case <-f.done:
+		return f.val, f.err
+	case <-ctxDone:
+		return zero, ctx.Err()
+	}
+}
+
+// Done returns a channel that is closed once the function has returned
+// (or Submit was refused); Wait then returns at once. Never blocks.
+func (f *Future[T]) Done() <-chan struct{} { return f.done }
+
+func (f *Future[T]) finish(v T, err error) {
+	f.val, f.err = v, err
+	close(f.done)
+}
+
+// runTask runs the function on its worker (goItem.run).
+func (f *Future[T]) runTask(ctx context.Context) {
+	var (
+		v        T
+		err      error
+		returned bool
+	)
+	fn := f.fn
+	defer func() {
+		if !returned {
+			if r := recover(); r != nil {
+				err = newPanicError(r)
+			} else {
+				err = errGoexit
+			}
+		}
+		f.finish(v, err)
+	}()
+	v, err = fn(ctx)
+	returned = true
+}
+
+func (f *Future[T]) taskFunc() any { return f.fn }
+
+func (f *Future[T]) cancelTask(err error) {
+	var zero T
+	f.finish(zero, err)
+}
+
+// inOwnFunction reports whether the caller is the worker running f's
+// function.
+func (f *Future[T]) inOwnFunction() bool {
+	wk := selfWorker()
+	if wk == nil {
+		return false
+	}
+	w := wk.current // the worker's own field, read on its own goroutine
+	if w == nil || !w.oneShot {
+		return false
+	}
+	t, ok := goItemOf(w).task.(*Future[T])
+	return ok && t == f
+}
