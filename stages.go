@@ -108,7 +108,7 @@ func (w *Work) stampLocked() { w.stLocked = sched.Nanotime() }
 func (wk *worker) unparkStamped() {
 	t := sched.Nanotime()
 	set := wk.stWake.CompareAndSwap(0, t)
-	if !wk.parker.Unpark() && set {
+	if !wk.unpark() && set {
 		wk.stWake.CompareAndSwap(t, 0)
 	}
 }
@@ -118,7 +118,18 @@ func (wk *worker) unparkStamped() {
 // On the worker's goroutine.
 func (wk *worker) parkStamped() {
 	wk.stWoken = 0
-	wk.parker.ParkStamp(&wk.stWoken)
+	if wk.gch != nil {
+		// A goroutine worker: woken is when the receive returned; there is
+		// no separate "holds a P" moment (HavePNs = WokenNs).
+		select {
+		case <-wk.gch:
+		default:
+			<-wk.gch
+			wk.stWoken = sched.Nanotime()
+		}
+	} else {
+		wk.parker.ParkStamp(&wk.stWoken)
+	}
 	s := &wk.stages
 	s.WakeNs, s.WokenNs, s.HavePNs = 0, 0, 0
 	if wk.stWoken == 0 {

@@ -173,12 +173,16 @@ type PoolInfo struct {
 	// before parking (no wake-up needed); SpinMisses the spins that ended
 	// with nothing to do (worker.go, "Spinning before parking").
 	SpinHits, SpinMisses int64
+	// Goroutines: the pool's workers are goroutines, not OS threads
+	// (goroutine-backed pool, see Workqueue.GoroutineBacked); their TID
+	// is 0 and their CPU -1.
+	Goroutines bool
 }
 
 // WorkerInfo describes one worker thread.
 type WorkerInfo struct {
 	Name    string // e.g. "kworker/0:1H"
-	TID     int    // thread id
+	TID     int    // thread id; 0 for a goroutine worker (PoolInfo.Goroutines)
 	Idle    bool
 	Func    string        // current work function, "" when idle
 	Running time.Duration // how long the current item has run
@@ -199,7 +203,7 @@ func Pools() []PoolInfo {
 	for _, p := range ps {
 		c := p.key.class
 		pi := PoolInfo{ID: p.id, CPU: p.key.cpu, Pod: p.key.pod, Strict: p.key.strict,
-			Policy: c.policy.String(), Prio: c.prio, Nice: c.nice}
+			Policy: c.policy.String(), Prio: c.prio, Nice: c.nice, Goroutines: p.key.goro}
 		p.mu.Lock()
 		pi.CPUs = intsList(p.cpus)
 		pi.Idle = len(p.idle)
@@ -209,8 +213,12 @@ func Pools() []PoolInfo {
 		pi.LockWaits = p.mu.Waits()
 		pi.SpinHits, pi.SpinMisses = p.spinHits.Load(), p.spinMisses.Load()
 		for _, wi := range p.snapshotWorkers() {
+			cpu := -1
+			if wi.TID != 0 {
+				cpu = sched.LastCPU(wi.TID)
+			}
 			pi.Workers = append(pi.Workers, WorkerInfo{Name: wi.Name, TID: wi.TID, Idle: wi.Idle, Func: wi.Func,
-				Running: time.Duration(wi.RunningNs), CPU: sched.LastCPU(wi.TID)})
+				Running: time.Duration(wi.RunningNs), CPU: cpu})
 		}
 		out = append(out, pi)
 	}

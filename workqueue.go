@@ -34,6 +34,7 @@ type Workqueue struct {
 	flags   Flags
 	unbound bool
 	ordered bool
+	threads bool // immutable after Alloc: Threads option (gopool.go)
 
 	mu             sync.Mutex               // serialises attribute changes and Destroy
 	table          atomic.Pointer[pwqTable] // current CPU -> pwq mapping
@@ -155,7 +156,7 @@ func alloc(name string, flags Flags, maxActive int, opts []Option) (*Workqueue, 
 		flags |= Unbound
 	}
 	q := &Workqueue{name: name, flags: flags, unbound: flags&Unbound != 0, ordered: flags&flagOrdered != 0,
-		panicHandler: o.panicHandler, errorHandler: o.errorHandler}
+		panicHandler: o.panicHandler, errorHandler: o.errorHandler, threads: o.threads}
 	if maxActive == 0 {
 		maxActive = DefaultMaxActive
 	}
@@ -227,6 +228,7 @@ type options struct {
 	errorHandler func(op, fn string, err error)
 	escapeAfter  time.Duration
 	escapeSet    bool
+	threads      bool // Threads: thread workers even where goroutines would do
 }
 
 // AllowRTFallback makes Alloc of an RT queue fall back to the HighPri class
@@ -362,7 +364,8 @@ func (q *Workqueue) installTable(topo *topology.Topology) {
 		if q.attrs.strict {
 			allow = pod
 		}
-		key := poolKey{cpu: -1, class: q.attrs.class, pod: pod.String(), allow: allow.String(), strict: q.attrs.strict}
+		key := poolKey{cpu: -1, class: q.attrs.class, pod: pod.String(), allow: allow.String(), strict: q.attrs.strict,
+			goro: q.goroutineBacked(allow, topo.Online)}
 		p := getPool(key, allow.List())
 		return q.newPwq(p, nodeLim(topo.NodeOf(pod.First())))
 	}
