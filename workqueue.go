@@ -346,6 +346,11 @@ func (q *Workqueue) installTable(topo *topology.Topology) {
 		}
 	}
 	pods := topo.Pods(q.attrs.scope)
+	if q.goroutineBacked(mask, topo.Online) {
+		// Goroutine workers run on any CPU: pods would only split the
+		// queue over pools that differ in nothing (gopool.go).
+		pods = []topology.CPUSet{mask}
+	}
 	// One activeLimit per node, reused across attribute changes.
 	nodeLim := func(node int) *activeLimit {
 		idx := 0
