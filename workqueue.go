@@ -564,6 +564,12 @@ func (q *Workqueue) queuePended(reqCPU int, w *Work) bool {
 // fired, which a draining (not destroyed) queue accepts: it was queued
 // before the drain began.
 func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, fromTimer bool) bool {
+	return q.queuePendedPlug(reqCPU, w, fromTimer, nil)
+}
+
+// queuePendedPlug is queuePendedFrom; a non-nil plug holds the pool's
+// wake-up instead of waking at unlock (QueueBatch, batch.go).
+func (q *Workqueue) queuePendedPlug(reqCPU int, w *Work, fromTimer bool, plug *wakePlug) bool {
 	stamp := stagesOn() // stage timestamps (stages.go)
 	if stamp {
 		w.stampQueue()
@@ -649,7 +655,7 @@ func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, fromTimer bool) bool {
 			w.stampLocked()
 		}
 		scan := pq.insert(w)
-		p.mu.Unlock()
+		p.mu.unlockPlugged(plug)
 		if scan {
 			pq.lim.scan(nil)
 		}
