@@ -43,6 +43,12 @@ type QueueStats struct {
 	// execution time (execute_start to execute_end); both in ns.
 	Latency HistSnapshot
 	Exec    HistSnapshot
+	// PWait is, per wake-up of a thread worker that then ran an item of
+	// this queue, the time from its return from futex_wait to holding a P
+	// again (ns): the Go runtime's part of the wake-up. Near 0 while a P
+	// is idle; it grows when the process's runnable goroutines keep every
+	// P busy (see SetPWaitAccounting). Goroutine-backed queues record none.
+	PWait HistSnapshot
 	// Fallback is true when the queue asked for a class the process may
 	// not use and got a lower one (AllowRTFallback).
 	Fallback bool
@@ -110,6 +116,7 @@ func (q *Workqueue) Stats() QueueStats {
 		s.Panics += st.panics.Load()
 		s.Latency = s.Latency.merge(st.latency.snapshot())
 		s.Exec = s.Exec.merge(st.exec.snapshot())
+		s.PWait = s.PWait.merge(st.pwait.snapshot())
 	}
 	return s
 }

@@ -112,6 +112,10 @@ type worker struct {
 	stWake  atomic.Int64
 	stWoken int64
 	stages  Stages
+	// pwait is the P wait (ns) of the last wake-up, not yet charged to a
+	// queue while pwaitSet (pwait.go). Owned by the worker's goroutine.
+	pwait    int64
+	pwaitSet bool
 }
 
 // itemStage is where the worker is with its current item.
@@ -288,8 +292,9 @@ func (wk *worker) loop() {
 	for {
 		wk.settleCPU()
 		t0 := nanotime()
-		if stagesOn() {
+		if wk.parkStamps() {
 			wk.parkStamped()
+			wk.notePWait()
 		} else {
 			wk.park()
 		}
@@ -491,6 +496,7 @@ func (wk *worker) processOne(w *Work) bool {
 	}
 	p.progress.Store(now)
 	pq.stats.started.Add(1)
+	wk.chargePWait(pq)
 	if qa := w.queuedAt; qa != 0 {
 		pq.stats.observeLatency(now - qa)
 	}

@@ -1,0 +1,57 @@
+package wq
+
+import "sync/atomic"
+
+// P wait: the time from a thread worker's return from futex_wait to the
+// moment its goroutine holds a P again and runs Go code. The kernel has
+// woken the thread by then (an RT worker at its RT priority); what is left
+// is the Go runtime's: exitsyscall finds no idle P when every P runs a
+// goroutine, and the worker waits in the global run queue, which a P reads
+// once every 61 scheduling rounds. While the process keeps at least as
+// many goroutines runnable as it has Ps, this wait, not the kernel's
+// wake-up, is an RT worker's latency (docs/deploy.md, "When RT keeps its
+// latency").
+//
+// The worker parks with sched.Parker.ParkStamp, which stamps the futex's
+// return before exitsyscall (one raw clock_gettime system call per
+// wake-up, 0.1-0.5 us), and stamps again once it runs; the difference is
+// charged to the queue of the first item it runs after the wake-up
+// (Stats().PWait). Goroutine workers have no such wait (a goroutine that
+// runs holds a P) and record none.
+
+// pwaitOn turns the P-wait stamps on (SetPWaitAccounting). On by default.
+var pwaitOn atomic.Bool
+
+func init() { pwaitOn.Store(true) }
+
+// SetPWaitAccounting turns the P-wait figure on or off (on by default).
+// When on, each wake-up of a thread worker costs one more clock_gettime
+// system call (0.1-0.5 us; BenchmarkPWaitPark measures it) and the wait is
+// added to Stats().PWait of the queue whose item the worker runs first.
+// When off, PWait stops growing. Safe from any goroutine.
+func SetPWaitAccounting(on bool) { pwaitOn.Store(on) }
+
+// parkStamps reports whether wk parks with the futex-return stamp: with a
+// stage recorder, or for the P-wait figure (thread workers only).
+func (wk *worker) parkStamps() bool {
+	return stagesOn() || (wk.gch == nil && pwaitOn.Load())
+}
+
+// notePWait records the P wait of the wake-up parkStamped just measured,
+// for the next item (chargePWait). On the worker's goroutine.
+func (wk *worker) notePWait() {
+	if wk.gch != nil || wk.stWoken == 0 || !pwaitOn.Load() {
+		wk.pwaitSet = false
+		return
+	}
+	wk.pwait, wk.pwaitSet = max(0, wk.stages.HavePNs-wk.stWoken), true
+}
+
+// chargePWait adds the worker's last wake-up's P wait, if not yet
+// charged, to pq. Called by processOne with the pool lock held.
+func (wk *worker) chargePWait(pq *pwq) {
+	if wk.pwaitSet {
+		pq.stats.pwait.observe(wk.pwait)
+		wk.pwaitSet = false
+	}
+}
