@@ -12,11 +12,11 @@ import "sync/atomic"
 // wake-up, is an RT worker's latency (docs/deploy.md, "When RT keeps its
 // latency").
 //
-// The worker parks with sched.Parker.ParkStamp, which stamps the futex's
-// return before exitsyscall (one raw clock_gettime system call per
-// wake-up, 0.1-0.5 us), and stamps again once it runs; the difference is
-// charged to the queue of the first item it runs after the wake-up
-// (Stats().PWait). Goroutine workers have no such wait (a goroutine that
+// The worker parks with sched.Parker.ParkWait, which stamps the futex's
+// return before exitsyscall (an RDTSC where the counter is the kernel's
+// clocksource, else a raw clock_gettime system call, 0.1-0.5 us) and
+// again once it runs; the difference is charged to the queue of the first
+// item it runs after the wake-up (Stats().PWait). Goroutine workers have no such wait (a goroutine that
 // runs holds a P) and record none.
 
 // pwaitOn turns the P-wait stamps on (SetPWaitAccounting). On by default.
@@ -25,16 +25,28 @@ var pwaitOn atomic.Bool
 func init() { pwaitOn.Store(true) }
 
 // SetPWaitAccounting turns the P-wait figure on or off (on by default).
-// When on, each wake-up of a thread worker costs one more clock_gettime
-// system call (0.1-0.5 us; BenchmarkPWaitPark measures it) and the wait is
-// added to Stats().PWait of the queue whose item the worker runs first.
+// When on, each wake-up of a thread worker costs two counter reads (where
+// the time-stamp counter is the kernel's clocksource; elsewhere a
+// clock_gettime system call, 0.1-0.5 us; `wqlab wake --no-pwait` and
+// BenchmarkPWaitRoundTrip measure it) and the wait is added to
+// Stats().PWait of the queue whose item the worker runs first.
 // When off, PWait stops growing. Safe from any goroutine.
 func SetPWaitAccounting(on bool) { pwaitOn.Store(on) }
 
-// parkStamps reports whether wk parks with the futex-return stamp: with a
-// stage recorder, or for the P-wait figure (thread workers only).
-func (wk *worker) parkStamps() bool {
-	return stagesOn() || (wk.gch == nil && pwaitOn.Load())
+// parkMeasured parks wk: with the stage stamps while a recorder is set,
+// with the P-wait measure (sched.Parker.ParkWait: an RDTSC in the
+// system-call window where the counter is the clocksource) for a thread
+// worker while the figure is on, plainly otherwise.
+func (wk *worker) parkMeasured() {
+	switch {
+	case stagesOn():
+		wk.parkStamped()
+		wk.notePWait()
+	case wk.gch == nil && pwaitOn.Load():
+		wk.pwait, wk.pwaitSet = wk.parker.ParkWait()
+	default:
+		wk.park()
+	}
 }
 
 // notePWait records the P wait of the wake-up parkStamped just measured,
@@ -51,7 +63,9 @@ func (wk *worker) notePWait() {
 // charged, to pq. Called by processOne with the pool lock held.
 func (wk *worker) chargePWait(pq *pwq) {
 	if wk.pwaitSet {
-		pq.stats.pwait.observe(wk.pwait)
 		wk.pwaitSet = false
+		if pwaitOn.Load() { // it may have been turned off during the park
+			pq.stats.pwait.observe(wk.pwait)
+		}
 	}
 }

@@ -77,9 +77,12 @@ func TestPWaitUnderBusyPs(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
-	if q.Stats().PWait.Count == before {
+	pw := q.Stats().PWait
+	if pw.Count == before {
 		t.Log("no wake-up was stamped (the worker never parked between items)")
 	}
+	t.Logf("P wait with every P busy: n %d, p50 %v, p99 %v, max %v", pw.Count,
+		time.Duration(pw.Quantile(0.5)), time.Duration(pw.Quantile(0.99)), time.Duration(pw.MaxNs))
 }
 
 // BenchmarkPWaitRoundTrip is one queue-to-completion round trip of a

@@ -292,12 +292,7 @@ func (wk *worker) loop() {
 	for {
 		wk.settleCPU()
 		t0 := nanotime()
-		if wk.parkStamps() {
-			wk.parkStamped()
-			wk.notePWait()
-		} else {
-			wk.park()
-		}
+		wk.parkMeasured()
 		wk.lastPark = nanotime() - t0
 		wk.scanOn()
 		if h := wakeHook.Load(); h != nil {
