@@ -153,13 +153,14 @@ func TestAttributeChangesMoveBetweenGoroutinesAndThreads(t *testing.T) {
 	}
 	check("not strict again", true)
 	if err := q.SetNice(5); err != nil {
-		t.Skipf("SetNice(5): %v", err) // a process niced above 5 may not
+		t.Logf("SetNice(5): %v: nice steps not checked", err) // a process niced above 5 may not
+	} else {
+		check("nice 5", false)
+		if err := q.SetNice(0); err != nil {
+			t.Fatal(err)
+		}
+		check("nice 0 again", true)
 	}
-	check("nice 5", false)
-	if err := q.SetNice(0); err != nil {
-		t.Fatal(err)
-	}
-	check("nice 0 again", true)
 	online := wq.OnlineCPUs()
 	if len(online) < 2 {
 		return
