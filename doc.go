@@ -9,7 +9,9 @@
 // workqueue does not own threads: it is linked to worker pools through
 // pool workqueues (pwq). A pool is a worklist and a set of workers, each an
 // OS thread locked to its goroutine, with its CPU affinity, nice and
-// scheduling policy set on its thread id. Pools are shared: per CPU there is
+// scheduling policy set on its thread id; or, for the default unbound and
+// ordered queues, plain goroutines (see Goroutine-backed pools below).
+// Pools are shared: per CPU there is
 // one pool per worker class (normal: nice 0; high priority: nice -20; RT:
 // SCHED_FIFO at the lowest RT priority, names ending in "F"), used by every
 // per-CPU workqueue of that class; unbound pools are shared by every
@@ -80,6 +82,38 @@
 // otherwise it keeps the P for its next wake-up. The waiter still costs one
 // more thread wake-up than with a go statement, whose goroutines share one
 // thread (docs/design.md, "The wake path" 7).
+//
+// # Goroutine-backed pools
+//
+// An unbound or ordered queue whose attributes are the process's own (the
+// normal class at nice 0 or at the process's nice, a cpumask covering
+// every CPU the process may use, not strict) has nothing to set on a
+// thread. Its pool's workers are plain goroutines that park on a channel
+// of their own, so a wake-up is a goroutine hand-off with no system call,
+// and an item that blocks holds no thread. Everything above the worker is
+// the same: pwqs, max_active, flush colors, non-reentrance, ordering, keyed
+// chains, delayed work, the rescuer, Stats, the tracer and the stage
+// recorder. What differs:
+//   - no concurrency management and no CM monitor: the Go runtime hands a
+//     blocked goroutine's P to other goroutines, so the pool starts a
+//     worker for every pending item, as the kernel's unbound pools do;
+//   - the pool's pods are not used (one pool per queue: goroutines run on
+//     any CPU), and items are not repatriated;
+//   - no CPU accounting: Stats().CPUTime stays 0 for such queues (a
+//     goroutine's thread runs other goroutines too, and the runtime has no
+//     per-goroutine CPU clock); the exec-time histogram is kept;
+//   - dumps (Pools, wqhttp's wq_dump and /ui) show the workers as
+//     "gworker/u<pool>:<id>" with tid 0 and CPU -1 (PoolInfo.Goroutines);
+//     a tracer's execute events from them carry tid 0 and that name; the
+//     queue_work event's tid stays the queuer's thread.
+//
+// An attribute change that makes the attributes non-default (a nice, a
+// cpumask, strict affinity, a policy) moves the queue to a thread-backed
+// pool, as any attribute change moves it to another pool, and a change
+// back moves it back. Workqueue.GoroutineBacked says which. The Threads
+// option keeps a default queue on kworker threads (names in top, CPU time
+// per queue, concurrency management); the environment variable
+// GOWQ_THREADS=1 does so for every queue of the process.
 //
 // # Guarantees
 //

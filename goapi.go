@@ -131,7 +131,7 @@ func (q *Workqueue) reportRefusal(op string, w *Work, err error) {
 // blocks and makes no allocation. Safe from any goroutine. Mirrors
 // queue_work().
 func (q *Workqueue) QueueErr(w *Work) (queued bool, err error) {
-	return queuedErr(q.queueOnErr(cpuUnbound, w))
+	return queuedErr(q.queueOnErr(cpuUnbound, w, nil))
 }
 
 // QueueOnErr is QueueOn with the reason, as QueueErr is Queue's; a cpu
@@ -259,7 +259,7 @@ func goItemOf(w *Work) *goItem { return (*goItem)(unsafe.Pointer(w)) }
 // goQueue queues g on q, or puts it back on the free list and returns the
 // refusal.
 func (q *Workqueue) goQueue(g *goItem) error {
-	err := q.queueOnErr(cpuUnbound, &g.Work)
+	err := q.queueOnErr(cpuUnbound, &g.Work, nil)
 	if err != nil {
 		g.recycle() // refused: idle, never linked
 	}

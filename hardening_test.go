@@ -242,7 +242,7 @@ func TestNormalClassSetExplicitly(t *testing.T) {
 	}
 	// Create the pool's first worker from a thread at nice 19: the new
 	// thread may inherit it.
-	q := mustAlloc(t, "explicit", wq.Unbound, 0)
+	q := mustAlloc(t, "explicit", wq.Unbound, 0, wq.Threads()) // the class of a worker thread
 	tidc := make(chan int, 1)
 	done := make(chan struct{})
 	sched.GoLocked(func() {
@@ -285,7 +285,7 @@ func TestNicedUnprivilegedClassReported(t *testing.T) {
 
 func nicedChild(t *testing.T) {
 	errs := captureErrors(t)
-	q := mustAlloc(t, "niced", wq.Unbound, 0)
+	q := mustAlloc(t, "niced", wq.Unbound, 0, wq.Threads()) // the class of a worker thread
 	tidc := make(chan int, 1)
 	w := wq.NewWork(func() { tidc <- sched.Gettid() })
 	q.Queue(w)

@@ -98,11 +98,7 @@ func TestMarkDeadSeesPush(t *testing.T) {
 	}
 	// markPwqDead runs with the lock held; take it without the drain that
 	// Lock does, as if the push came after that drain.
-	if p.mu.pi {
-		p.mu.pm.Lock()
-	} else {
-		p.mu.m.Lock()
-	}
+	p.mu.lockNoDrain()
 	dead := pq.markPwqDead(true)
 	stillDead := pq.dead
 	p.mu.Unlock()

@@ -10,7 +10,8 @@ import (
 // runtime because goroutines may have been runnable on it (tests).
 var parkHandOffs atomic.Uint64
 
-// park puts an idle worker to sleep until it is unparked. A goroutine
+// handOffAtPark reports whether a thread worker about to park should hand
+// its P off first, and counts the hand-offs. A goroutine
 // that the worker's last items readied (a channel send in a work
 // function, a Flush waiter released by finishRun) sits in the worker's P,
 // which a plain park keeps in the system-call state until sysmon takes it
@@ -18,26 +19,19 @@ var parkHandOffs atomic.Uint64
 // gives the P up before it sleeps. Only then, because a worker that gave
 // its P up must find an idle one when it wakes, which costs the next
 // item's start (internal/sched, handoff.go). On the worker's goroutine.
-func (wk *worker) park() {
+func (wk *worker) handOffAtPark() bool {
 	handOff := sched.RunnableBehind()
 	if handOff {
 		parkHandOffs.Add(1)
 	}
-	switch {
-	case stagesOn():
-		wk.parkStamped(handOff)
-	case handOff:
-		wk.parker.ParkHandOff()
-	default:
-		wk.parker.Park()
-	}
+	return handOff
 }
 
-// parkPlain is park without stage stamps, for the rescuer, whose
-// wake-ups are not an item's way through the wake path.
+// parkPlain parks a thread worker without stage stamps or the P-wait
+// measure, for the rescuer, whose wake-ups are not an item's way through
+// the wake path; it hands the P off as parkMeasured does.
 func (wk *worker) parkPlain() {
-	if sched.RunnableBehind() {
-		parkHandOffs.Add(1)
+	if wk.handOffAtPark() {
 		wk.parker.ParkHandOff()
 		return
 	}

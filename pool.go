@@ -44,6 +44,8 @@ type poolKey struct {
 	pod    string // unbound: the pod's CPUs (list format)
 	allow  string // unbound: CPUs the workers may run on (pod if strict)
 	strict bool
+	// goro: the workers are goroutines, not threads (gopool.go).
+	goro bool
 }
 
 // pool is a worker pool: a worklist of active items and the workers that
@@ -136,11 +138,12 @@ func getPoolLocked(key poolKey, cpus []int) (*pool, bool) {
 	first := len(r.m) == 0
 	p := r.m[key]
 	if p == nil {
-		p = &pool{key: key, id: r.nextID, cm: true, cpus: cpus, lastQueueCPU: -1,
-			mayspin: key.cpu < 0 && !key.class.rt()}
+		p = &pool{key: key, id: r.nextID, cm: !key.goro, cpus: cpus, lastQueueCPU: -1,
+			mayspin: key.cpu < 0 && !key.class.rt() && !key.goro}
 		p.mu.pi = key.class.rt()
+		p.mu.g = key.goro
 		p.mu.owner = p
-		if key.cpu < 0 && !key.strict && key.pod != key.allow {
+		if key.cpu < 0 && !key.strict && key.pod != key.allow && !key.goro {
 			if ps, err := topology.ParseList(key.pod); err == nil && !ps.IsEmpty() {
 				p.repatriate, p.pod, p.podSet = true, ps.List(), ps
 			}
@@ -194,7 +197,7 @@ func (p *pool) put() {
 	}
 	for _, wk := range p.workers {
 		wk.dying = true
-		wk.parker.Unpark()
+		wk.unpark()
 	}
 	p.mu.Unlock()
 	p.exited.Wait()
@@ -209,6 +212,9 @@ func (p *pool) String() string {
 		s += " cpus=" + p.key.pod
 		if p.key.strict {
 			s += " strict"
+		}
+		if p.key.goro {
+			s += " goroutines"
 		}
 	}
 	c := p.key.class
@@ -328,10 +334,16 @@ func (p *pool) wakeHint() int {
 // preempt the waker on its CPU and then block on the very lock the
 // preempted waker holds.
 type poolMutex struct {
-	pi   bool // immutable after the pool is made: use pm, not m
-	m    sched.Mutex
-	pm   sched.PIMutex
-	wake *worker // guarded by the lock: worker to unpark at Unlock
+	pi bool // immutable after the pool is made: use pm, not m
+	m  sched.Mutex
+	pm sched.PIMutex
+	// g: a goroutine-backed pool (gopool.go) uses gm, whose contended
+	// path parks the goroutine and frees its thread, as it should for a
+	// goroutine. Immutable after the pool is made.
+	g      bool
+	gm     sync.Mutex
+	gwaits atomic.Int64
+	wake   *worker // guarded by the lock: worker to unpark at Unlock
 	// owner is the pool whose incoming stack every Lock drains (nil in
 	// tests that build a bare pool). Immutable.
 	owner *pool
@@ -341,7 +353,12 @@ type poolMutex struct {
 }
 
 func (pm *poolMutex) Lock() {
-	if pm.pi {
+	if pm.g {
+		if !pm.gm.TryLock() {
+			pm.gwaits.Add(1)
+			pm.gm.Lock()
+		}
+	} else if pm.pi {
 		pm.pm.Lock()
 	} else {
 		pm.m.Lock()
@@ -353,6 +370,9 @@ func (pm *poolMutex) Lock() {
 
 // Waits returns how many Locks found the lock held.
 func (pm *poolMutex) Waits() int64 {
+	if pm.g {
+		return pm.gwaits.Load()
+	}
 	if pm.pi {
 		return pm.pm.Waits.Load()
 	}
@@ -364,7 +384,9 @@ func (pm *poolMutex) Unlock() {
 	pm.wake = nil
 	scan := pm.scan
 	pm.scan = nil
-	if pm.pi {
+	if pm.g {
+		pm.gm.Unlock()
+	} else if pm.pi {
 		pm.pm.Unlock()
 	} else {
 		pm.m.Unlock()
@@ -373,7 +395,7 @@ func (pm *poolMutex) Unlock() {
 		if stagesOn() {
 			wk.unparkStamped() // stage timestamps (stages.go)
 		} else {
-			wk.parker.Unpark()
+			wk.unpark()
 		}
 	}
 	if scan != nil {
@@ -393,7 +415,10 @@ func (p *pool) createWorker() bool {
 	if p.dead {
 		return false
 	}
-	err := checkThreadHeadroom()
+	var err error
+	if !p.key.goro {
+		err = checkThreadHeadroom() // a goroutine worker needs no thread of its own
+	}
 	if h := createWorkerHook.Load(); h != nil && err == nil {
 		err = (*h)()
 	}
@@ -405,6 +430,8 @@ func (p *pool) createWorker() bool {
 	p.nextID++
 	if p.key.cpu >= 0 {
 		wk.name = fmt.Sprintf("kworker/%d:%d%s", p.key.cpu, wk.id, p.key.class.suffix())
+	} else if p.key.goro {
+		wk.name = fmt.Sprintf("gworker/u%d:%d", p.id, wk.id)
 	} else {
 		wk.name = fmt.Sprintf("kworker/u%d:%d%s", p.id, wk.id, map[bool]string{true: "F"}[p.key.class.rt()])
 	}
@@ -413,8 +440,12 @@ func (p *pool) createWorker() bool {
 	wk.idle = true
 	wk.lastActive = nanotime()
 	p.idle = append(p.idle, wk)
-	wk.parker.Unpark()
 	p.exited.Add(1)
+	if p.key.goro {
+		p.startGoWorker(wk)
+		return true
+	}
+	wk.parker.Unpark()
 	sched.GoLocked(wk.main)
 	return true
 }
@@ -515,7 +546,7 @@ func (p *pool) reapIdle() {
 		}
 		p.removeWorker(wk)
 		wk.dying = true
-		wk.parker.Unpark()
+		wk.unpark()
 	}
 }
 
@@ -615,7 +646,7 @@ func relieveThreadPressure(p *pool) {
 	// Woken after their pool locks are free (a dying worker that was also
 	// just kicked passes the kick on in its loop).
 	for _, wk := range exit {
-		wk.parker.Unpark()
+		wk.unpark()
 	}
 }
 

@@ -237,6 +237,7 @@ type pwqStats struct {
 	panics       atomic.Int64 // work functions that panicked
 	latency      latencyHist  // queue-to-start
 	exec         latencyHist  // execution time (start to end)
+	pwait        latencyHist  // thread workers' wait for a P after futex_wait (pwait.go)
 }
 
 func (s *pwqStats) observeLatency(ns int64) { s.latency.observe(ns) }
@@ -255,4 +256,5 @@ func (s *pwqStats) addFrom(o *pwqStats) {
 	s.panics.Add(o.panics.Load())
 	s.latency.addFrom(&o.latency)
 	s.exec.addFrom(&o.exec)
+	s.pwait.addFrom(&o.pwait)
 }

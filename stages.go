@@ -108,7 +108,7 @@ func (w *Work) stampLocked() { w.stLocked = sched.Nanotime() }
 func (wk *worker) unparkStamped() {
 	t := sched.Nanotime()
 	set := wk.stWake.CompareAndSwap(0, t)
-	if !wk.parker.Unpark() && set {
+	if !wk.unpark() && set {
 		wk.stWake.CompareAndSwap(t, 0)
 	}
 }
@@ -118,9 +118,19 @@ func (wk *worker) unparkStamped() {
 // With handOff the P is given up first (park). On the worker's goroutine.
 func (wk *worker) parkStamped(handOff bool) {
 	wk.stWoken = 0
-	if handOff {
+	switch {
+	case wk.gch != nil:
+		// A goroutine worker: woken is when the receive returned; there is
+		// no separate "holds a P" moment (HavePNs = WokenNs).
+		select {
+		case <-wk.gch:
+		default:
+			<-wk.gch
+			wk.stWoken = sched.Nanotime()
+		}
+	case handOff:
 		wk.parker.ParkStampHandOff(&wk.stWoken)
-	} else {
+	default:
 		wk.parker.ParkStamp(&wk.stWoken)
 	}
 	s := &wk.stages

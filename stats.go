@@ -43,6 +43,12 @@ type QueueStats struct {
 	// execution time (execute_start to execute_end); both in ns.
 	Latency HistSnapshot
 	Exec    HistSnapshot
+	// PWait is, per wake-up of a thread worker that then ran an item of
+	// this queue, the time from its return from futex_wait to holding a P
+	// again (ns): the Go runtime's part of the wake-up. Near 0 while a P
+	// is idle; it grows when the process's runnable goroutines keep every
+	// P busy (see SetPWaitAccounting). Goroutine-backed queues record none.
+	PWait HistSnapshot
 	// Fallback is true when the queue asked for a class the process may
 	// not use and got a lower one (AllowRTFallback).
 	Fallback bool
@@ -110,6 +116,7 @@ func (q *Workqueue) Stats() QueueStats {
 		s.Panics += st.panics.Load()
 		s.Latency = s.Latency.merge(st.latency.snapshot())
 		s.Exec = s.Exec.merge(st.exec.snapshot())
+		s.PWait = s.PWait.merge(st.pwait.snapshot())
 	}
 	return s
 }
@@ -173,12 +180,16 @@ type PoolInfo struct {
 	// before parking (no wake-up needed); SpinMisses the spins that ended
 	// with nothing to do (worker.go, "Spinning before parking").
 	SpinHits, SpinMisses int64
+	// Goroutines: the pool's workers are goroutines, not OS threads
+	// (goroutine-backed pool, see Workqueue.GoroutineBacked); their TID
+	// is 0 and their CPU -1.
+	Goroutines bool
 }
 
 // WorkerInfo describes one worker thread.
 type WorkerInfo struct {
 	Name    string // e.g. "kworker/0:1H"
-	TID     int    // thread id
+	TID     int    // thread id; 0 for a goroutine worker (PoolInfo.Goroutines)
 	Idle    bool
 	Func    string        // current work function, "" when idle
 	Running time.Duration // how long the current item has run
@@ -199,7 +210,7 @@ func Pools() []PoolInfo {
 	for _, p := range ps {
 		c := p.key.class
 		pi := PoolInfo{ID: p.id, CPU: p.key.cpu, Pod: p.key.pod, Strict: p.key.strict,
-			Policy: c.policy.String(), Prio: c.prio, Nice: c.nice}
+			Policy: c.policy.String(), Prio: c.prio, Nice: c.nice, Goroutines: p.key.goro}
 		p.mu.Lock()
 		pi.CPUs = intsList(p.cpus)
 		pi.Idle = len(p.idle)
@@ -209,8 +220,12 @@ func Pools() []PoolInfo {
 		pi.LockWaits = p.mu.Waits()
 		pi.SpinHits, pi.SpinMisses = p.spinHits.Load(), p.spinMisses.Load()
 		for _, wi := range p.snapshotWorkers() {
+			cpu := -1
+			if wi.TID != 0 {
+				cpu = sched.LastCPU(wi.TID)
+			}
 			pi.Workers = append(pi.Workers, WorkerInfo{Name: wi.Name, TID: wi.TID, Idle: wi.Idle, Func: wi.Func,
-				Running: time.Duration(wi.RunningNs), CPU: sched.LastCPU(wi.TID)})
+				Running: time.Duration(wi.RunningNs), CPU: cpu})
 		}
 		out = append(out, pi)
 	}

@@ -35,6 +35,12 @@ type worker struct {
 	name   string
 	tid    int // guarded by pool.mu: the thread id while the thread is ours, else 0
 	parker sched.Parker
+	// gch is a goroutine worker's wake-up token (gopool.go); nil for a
+	// thread worker. Immutable after creation.
+	gch chan struct{}
+	// leaveG forgets a goroutine worker in gworkers; set and called
+	// under pool.mu with the identity.
+	leaveG func()
 
 	// self is tid for lock-free onSelf checks; set and cleared with tid.
 	self atomic.Int32
@@ -106,6 +112,10 @@ type worker struct {
 	stWake  atomic.Int64
 	stWoken int64
 	stages  Stages
+	// pwait is the P wait (ns) of the last wake-up, not yet charged to a
+	// queue while pwaitSet (pwait.go). Owned by the worker's goroutine.
+	pwait    int64
+	pwaitSet bool
 }
 
 // itemStage is where the worker is with its current item.
@@ -126,7 +136,7 @@ var workers sched.ByThread[*worker]
 func selfWorker() *worker {
 	wk, ok := workers.Self()
 	if !ok || !wk.onSelf() {
-		return nil
+		return selfGoWorker()
 	}
 	return wk
 }
@@ -140,6 +150,9 @@ func selfWorker() *worker {
 // thread is confirmed by the goroutine's id (sched.GoroutineState, about
 // 2 us, only on that path: self-calls and chained queueing while draining).
 func (wk *worker) onSelf() bool {
+	if wk.gch != nil {
+		return wk.onGoroutine()
+	}
 	t := wk.self.Load()
 	if t == 0 || sched.Gettid() != int(t) {
 		return false
@@ -168,6 +181,11 @@ func (wk *worker) setIdentity(tid int) {
 // clearIdentity forgets wk's thread. For a pool worker it is called with
 // pool.mu held, before the goroutine exits (the thread dies after).
 func (wk *worker) clearIdentity() {
+	if wk.leaveG != nil {
+		wk.leaveG()
+		wk.leaveG = nil
+		wk.goid.Store(0)
+	}
 	workers.Leave(wk.tid, wk)
 	wk.tid = 0
 	wk.self.Store(0)
@@ -274,7 +292,7 @@ func (wk *worker) loop() {
 	for {
 		wk.settleCPU()
 		t0 := nanotime()
-		wk.park()
+		wk.parkMeasured()
 		wk.lastPark = nanotime() - t0
 		wk.scanOn()
 		if h := wakeHook.Load(); h != nil {
@@ -436,7 +454,7 @@ func (wk *worker) processScheduled() bool {
 // retired. Mirrors process_one_work.
 func (wk *worker) processOne(w *Work) bool {
 	p := wk.curPool.Load()
-	if !wk.thread.Same() {
+	if wk.gch == nil && !wk.thread.Same() {
 		// A work function unlocked the goroutine from its thread
 		// (runtime.UnlockOSThread, LockDepth times) and it has moved since
 		// (in that function or waiting for this lock): do not run w on a
@@ -473,6 +491,7 @@ func (wk *worker) processOne(w *Work) bool {
 	}
 	p.progress.Store(now)
 	pq.stats.started.Add(1)
+	wk.chargePWait(pq)
 	if qa := w.queuedAt; qa != 0 {
 		pq.stats.observeLatency(now - qa)
 	}
@@ -491,7 +510,7 @@ func (wk *worker) processOne(w *Work) bool {
 
 	wk.runItem(w, fn, pq)
 
-	if !wk.thread.Same() {
+	if wk.gch == nil && !wk.thread.Same() {
 		// The work function unlocked the goroutine and it moved: the
 		// thread it left, with the pool's name, affinity and class, is the
 		// Go runtime's now. Reset it and retire at once, not before the
@@ -549,10 +568,17 @@ func (wk *worker) runItem(w *Work, fn func(), pq *pwq) {
 	// with the levels that are left, unlocked if fn took them all: if it
 	// then blocks in Go and moves, the check after it retires the worker
 	// and resets the thread. (kthread's loop does the same.)
-	runtime.UnlockOSThread()
+	// A goroutine worker holds no lock levels: fn's own Lock/Unlock pairs
+	// are its business, and a thread it leaves locked dies with it.
+	thread := wk.gch == nil
+	if thread {
+		runtime.UnlockOSThread()
+	}
 	wk.inFn.Store(true)
 	r, stack, panicked := callFn(fn)
-	runtime.LockOSThread()
+	if thread {
+		runtime.LockOSThread()
+	}
 	if panicked {
 		// The panic handler is user code and part of the item: it may
 		// block (the CM monitor then counts the worker as blocked) and
@@ -605,7 +631,9 @@ func (wk *worker) endItem(w *Work, pq *pwq, t *wqtrace.Tracer) {
 	// Counted before flush waiters are released, so that they see it.
 	end := nanotime()
 	pq.stats.exec.observe(end - wk.currentAt)
-	if cpuAccounting.Load() {
+	if wk.gch != nil {
+		// Goroutine workers are not charged CPU time (gopool.go).
+	} else if cpuAccounting.Load() {
 		if wk.cpuOff {
 			// Accounting was off for earlier items: charge this item no
 			// more than its wall time, and count from here.

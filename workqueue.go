@@ -34,6 +34,7 @@ type Workqueue struct {
 	flags   Flags
 	unbound bool
 	ordered bool
+	threads bool // immutable after Alloc: Threads option (gopool.go)
 
 	mu             sync.Mutex               // serialises attribute changes and Destroy
 	table          atomic.Pointer[pwqTable] // current CPU -> pwq mapping
@@ -163,7 +164,7 @@ func alloc(name string, flags Flags, maxActive int, opts []Option) (*Workqueue, 
 		flags |= Unbound
 	}
 	q := &Workqueue{name: name, flags: flags, unbound: flags&Unbound != 0, ordered: flags&flagOrdered != 0,
-		panicHandler: o.panicHandler, errorHandler: o.errorHandler}
+		panicHandler: o.panicHandler, errorHandler: o.errorHandler, threads: o.threads}
 	if maxActive == 0 {
 		maxActive = DefaultMaxActive
 	}
@@ -235,6 +236,7 @@ type options struct {
 	errorHandler func(op, fn string, err error)
 	escapeAfter  time.Duration
 	escapeSet    bool
+	threads      bool // Threads: thread workers even where goroutines would do
 }
 
 // AllowRTFallback makes Alloc of an RT queue fall back to the HighPri class
@@ -342,6 +344,11 @@ func (q *Workqueue) installTable(topo *topology.Topology) {
 	}
 	mask := effectiveCPUs(q.attrs.cpus, topo.Online, unboundMask.Load())
 	pods := topo.Pods(q.attrs.scope)
+	if q.goroutineBacked(mask, topo.Online) {
+		// Goroutine workers run on any CPU: pods would only split the
+		// queue over pools that differ in nothing (gopool.go).
+		pods = []topology.CPUSet{mask}
+	}
 	// One activeLimit per node, reused across attribute changes.
 	nodeLim := func(node int) *activeLimit {
 		idx := 0
@@ -360,7 +367,8 @@ func (q *Workqueue) installTable(topo *topology.Topology) {
 		if q.attrs.strict {
 			allow = pod
 		}
-		key := poolKey{cpu: -1, class: q.attrs.class, pod: pod.String(), allow: allow.String(), strict: q.attrs.strict}
+		key := poolKey{cpu: -1, class: q.attrs.class, pod: pod.String(), allow: allow.String(), strict: q.attrs.strict,
+			goro: q.goroutineBacked(allow, topo.Online)}
 		p := getPool(key, allow.List())
 		return q.newPwq(p, nodeLim(topo.NodeOf(pod.First())))
 	}
@@ -490,7 +498,7 @@ func (q *Workqueue) newPwq(p *pool, l *activeLimit) *pwq {
 // ErrDestroyed (once per queue) to the error handler; QueueErr returns
 // the reason instead. Mirrors queue_work().
 func (q *Workqueue) Queue(w *Work) bool {
-	return q.queueResult("queue_work_on", w, q.queueOnErr(cpuUnbound, w))
+	return q.queueResult("queue_work_on", w, q.queueOnErr(cpuUnbound, w, nil))
 }
 
 // QueueOn queues w on CPU cpu's pwq: for a per-CPU queue the item runs on
@@ -512,7 +520,7 @@ func (q *Workqueue) queueOnChecked(cpu int, w *Work) error {
 	if cpu < 0 || cpu >= len(q.table.Load().cpu) {
 		return fmt.Errorf("%w: %d", ErrInvalidCPU, cpu)
 	}
-	return q.queueOnErr(cpu, w)
+	return q.queueOnErr(cpu, w, nil)
 }
 
 // QueueNode queues w on a CPU of NUMA node node, preferring the caller's
@@ -533,12 +541,13 @@ func (q *Workqueue) QueueNode(node int, w *Work) bool {
 }
 
 func (q *Workqueue) queueOn(cpu int, w *Work) bool {
-	return q.queueResult("queue_work_on", w, q.queueOnErr(cpu, w))
+	return q.queueResult("queue_work_on", w, q.queueOnErr(cpu, w, nil))
 }
 
 // queueOnErr is queueOn without the report: nil when it queued w,
-// errPending when w was pending, otherwise the refusal (goapi.go).
-func (q *Workqueue) queueOnErr(cpu int, w *Work) error {
+// errPending when w was pending, otherwise the refusal (goapi.go). A
+// non-nil plug holds the wake-up (QueueBatch).
+func (q *Workqueue) queueOnErr(cpu int, w *Work, plug *wakePlug) error {
 	if w == nil || w.fn == nil {
 		return ErrNoFunc
 	}
@@ -548,7 +557,7 @@ func (q *Workqueue) queueOnErr(cpu int, w *Work) error {
 	if err := w.pend(); err != nil {
 		return err
 	}
-	return q.queuePendedErr(cpu, w, false)
+	return q.queuePendedErr(cpu, w, false, plug)
 }
 
 // queuePended queues an item whose PENDING the caller owns
@@ -562,7 +571,7 @@ func (q *Workqueue) queuePended(reqCPU int, w *Work) bool {
 // fired, which a draining (not destroyed) queue accepts: it was queued
 // before the drain began.
 func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, fromTimer bool) bool {
-	return q.queueResult("queue_work_on", w, q.queuePendedErr(reqCPU, w, fromTimer))
+	return q.queueResult("queue_work_on", w, q.queuePendedErr(reqCPU, w, fromTimer, nil))
 }
 
 // queuePendedErr is queuePendedFrom without the report: nil when it
@@ -571,8 +580,10 @@ func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, fromTimer bool) bool {
 // here, never reported here: the bool calls report it (queueResult), the
 // error calls (QueueErr, Go, ...) return it. Reporting after the return
 // also means w is released before the error handler runs: a handler that
-// panics or calls runtime.Goexit must not leave w pending.
-func (q *Workqueue) queuePendedErr(reqCPU int, w *Work, fromTimer bool) error {
+// panics or calls runtime.Goexit must not leave w pending. A non-nil plug
+// holds the pool's wake-up instead of waking at unlock (QueueBatch,
+// batch.go).
+func (q *Workqueue) queuePendedErr(reqCPU int, w *Work, fromTimer bool, plug *wakePlug) error {
 	stamp := stagesOn() // stage timestamps (stages.go)
 	if stamp {
 		w.stampQueue()
@@ -654,7 +665,7 @@ func (q *Workqueue) queuePendedErr(reqCPU int, w *Work, fromTimer bool) error {
 			w.stampLocked()
 		}
 		scan := pq.insert(w)
-		p.mu.Unlock()
+		p.mu.unlockPlugged(plug)
 		if scan {
 			pq.lim.scan(nil)
 		}

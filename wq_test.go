@@ -37,9 +37,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func mustAlloc(t *testing.T, name string, flags wq.Flags, maxActive int) *wq.Workqueue {
+func mustAlloc(t *testing.T, name string, flags wq.Flags, maxActive int, opts ...wq.Option) *wq.Workqueue {
 	t.Helper()
-	q, err := wq.Alloc(name, flags, maxActive)
+	q, err := wq.Alloc(name, flags, maxActive, opts...)
 	if err != nil {
 		t.Fatalf("Alloc(%q, %v): %v", name, flags, err)
 	}
@@ -782,7 +782,7 @@ func TestNonStrictStartsInPod(t *testing.T) {
 	if len(cpus) < 2 {
 		t.Skip("needs 2 CPUs")
 	}
-	q := mustAlloc(t, "nonstrict", wq.Unbound, 0)
+	q := mustAlloc(t, "nonstrict", wq.Unbound, 0, wq.Threads()) // repatriation moves threads
 	if err := q.SetAffinityScope(wq.ScopeCPU); err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,8 @@ import (
 // needed) for a PerCPU set.
 func newFallback(t *testing.T, name string) *wq.Workqueue {
 	t.Helper()
-	q, err := wq.Alloc(name, wq.Unbound, 0)
+	// Threads: the tests tell the fallback's items by their kworker thread.
+	q, err := wq.Alloc(name, wq.Unbound, 0, wq.Threads())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,11 @@
 //	gowq_workqueue_escapes_total                  counter (ESC), per-CPU queues with escape_after only
 //	gowq_workqueue_queue_duration_seconds         histogram: queue_work to execute_start
 //	gowq_workqueue_work_duration_seconds          histogram: execute_start to execute_end
+//	gowq_workqueue_p_wait_seconds                 histogram: a woken worker thread's wait for a Go P (QueueStats.PWait)
+//
+// cpu_seconds_total stays 0 for a goroutine-backed queue (wq.Workqueue.
+// GoroutineBacked: no per-goroutine CPU clock), and p_wait_seconds stays
+// empty for it (a goroutine that runs holds a P).
 //
 // A counter that wq_monitor.py prints as "-" for a queue (CPUitsv and CMW
 // for unbound queues, RPR for per-CPU ones, mayday and rescued without

@@ -70,6 +70,7 @@ type Collector struct {
 	mayday, rescued, panics                            *prometheus.Desc
 	escapes                                            *prometheus.Desc
 	queueDuration, workDuration                        *prometheus.Desc
+	pwaitDuration                                      *prometheus.Desc
 	poolWorkers, poolIdle, poolPending, poolMaxRunning *prometheus.Desc
 }
 
@@ -128,6 +129,7 @@ func NewCollector(opts Options) (*Collector, error) {
 	c.panics = q("panics_total", "Work functions of this workqueue that panicked (recovered).")
 	c.queueDuration = q("queue_duration_seconds", "Scheduling latency: time from queueing a work item (workqueue_queue_work) to the start of its execution (workqueue_execute_start).")
 	c.workDuration = q("work_duration_seconds", "Execution time of work items (workqueue_execute_start to workqueue_execute_end).")
+	c.pwaitDuration = q("p_wait_seconds", "Time from a woken worker thread's return from futex_wait to holding a Go P again, per wake-up that then ran an item of this workqueue (wq.QueueStats.PWait): long when the process's runnable goroutines keep every P busy.")
 	c.poolWorkers = p("workers", "Worker threads of the pool.")
 	c.poolIdle = p("idle_workers", "Idle worker threads of the pool.")
 	c.poolPending = p("pending_items", "Work items on the pool's worklist, waiting for a worker.")
@@ -155,7 +157,7 @@ func validName(s string) bool {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.info, c.maxActive, c.started, c.completed, c.inFlight, c.cpuSeconds,
 		c.cpuIntensive, c.cmWakeups, c.repatriations, c.mayday, c.rescued, c.panics, c.escapes,
-		c.queueDuration, c.workDuration, c.poolWorkers, c.poolIdle, c.poolPending, c.poolMaxRunning} {
+		c.queueDuration, c.workDuration, c.pwaitDuration, c.poolWorkers, c.poolIdle, c.poolPending, c.poolMaxRunning} {
 		ch <- d
 	}
 }
@@ -212,6 +214,7 @@ func mergeStats(a, b wq.QueueStats) wq.QueueStats {
 	a.Panics += b.Panics
 	a.Latency = mergeHist(a.Latency, b.Latency)
 	a.Exec = mergeHist(a.Exec, b.Exec)
+	a.PWait = mergeHist(a.PWait, b.PWait)
 	return a
 }
 
@@ -274,6 +277,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.panics, float64(st.Panics), n)
 		ch <- c.histogram(c.queueDuration, st.Latency, n)
 		ch <- c.histogram(c.workDuration, st.Exec, n)
+		ch <- c.histogram(c.pwaitDuration, st.PWait, n)
 	}
 	for _, p := range wq.Pools() {
 		cpu := ""

@@ -103,6 +103,7 @@ gowq_workqueue_info{flags="UNBOUND|MEM_RECLAIM",policy="normal",type="unbound",w
 		"gowq_workqueue_panics_total":                   2,
 		"gowq_workqueue_queue_duration_seconds":         2,
 		"gowq_workqueue_work_duration_seconds":          2,
+		"gowq_workqueue_p_wait_seconds":                 2,
 	} {
 		if got := testutil.CollectAndCount(c, name); got != want {
 			t.Errorf("CollectAndCount(%s) = %d, want %d", name, got, want)

@@ -24,8 +24,9 @@
 //	/dump      the view of the kernel's tools/workqueue/wq_dump.py: affinity
 //	           pods per scope, worker pools (class, nice, policy, cpus,
 //	           strict, idle/workers) with their workers (tid, CPU, current
-//	           function, how long it has run), and which pool serves each
-//	           workqueue on each CPU
+//	           function, how long it has run; a goroutine-backed pool's
+//	           workers show tid=goroutine, "goroutines": true in JSON), and
+//	           which pool serves each workqueue on each CPU
 //	/hist      queue-to-start latency and execution time histograms per
 //	           workqueue, printed like bcc's log2 histograms; ?wq=NAME or
 //	           ?filter=REGEX select queues

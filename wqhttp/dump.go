@@ -46,14 +46,15 @@ type DumpPool struct {
 	Pending       int          `json:"pending"`   // items on its worklist
 	NrQueues      int          `json:"nr_queues"` // live workqueues it serves on some CPU
 	Disassociated bool         `json:"disassociated"`
+	Goroutines    bool         `json:"goroutines"` // workers are goroutines (tid 0), not threads
 	Workers       []DumpWorker `json:"workers"`
 }
 
 // DumpWorker is one worker thread in a DumpPool.
 type DumpWorker struct {
 	Name      string `json:"name"` // e.g. "kworker/0:1H"
-	TID       int    `json:"tid"`
-	CPU       int    `json:"cpu"` // CPU it last ran on, -1 unknown
+	TID       int    `json:"tid"`  // 0 for a goroutine worker
+	CPU       int    `json:"cpu"`  // CPU it last ran on, -1 unknown
 	Idle      bool   `json:"idle"`
 	Func      string `json:"func,omitempty"` // current work function
 	RunningNs int64  `json:"running_ns"`     // how long the current item has run, ns
@@ -100,7 +101,7 @@ func Dump() DumpReport {
 	for _, p := range wq.Pools() {
 		dp := DumpPool{ID: p.ID, CPU: p.CPU, CPUs: p.CPUs, Pod: p.Pod, Strict: p.Strict, Class: poolClass(p),
 			Policy: p.Policy, Prio: p.Prio, Nice: p.Nice, Idle: p.Idle, NrWorkers: len(p.Workers), Pending: p.Pending,
-			NrQueues: nq[p.ID], Disassociated: p.Disassociated, Workers: []DumpWorker{}}
+			NrQueues: nq[p.ID], Disassociated: p.Disassociated, Goroutines: p.Goroutines, Workers: []DumpWorker{}}
 		for _, w := range p.Workers {
 			dp.Workers = append(dp.Workers, DumpWorker{Name: w.Name, TID: w.TID, CPU: w.CPU, Idle: w.Idle, Func: w.Func, RunningNs: w.Running.Nanoseconds()})
 		}
@@ -187,7 +188,12 @@ func (d DumpReport) text() string {
 		}
 		b.WriteByte('\n')
 		for _, w := range p.Workers {
-			fmt.Fprintf(&b, "    %-16s tid=%-7d cpu=%-3d ", w.Name, w.TID, w.CPU)
+			if w.TID == 0 {
+				// A goroutine worker (wq.PoolInfo.Goroutines): no thread.
+				fmt.Fprintf(&b, "    %-16s tid=%-7s cpu=%-3d ", w.Name, "goroutine", w.CPU)
+			} else {
+				fmt.Fprintf(&b, "    %-16s tid=%-7d cpu=%-3d ", w.Name, w.TID, w.CPU)
+			}
 			if w.Idle || w.Func == "" {
 				b.WriteString("idle\n")
 				continue

@@ -65,7 +65,7 @@ func TestDoctorText(t *testing.T) {
 	if code != exitFail {
 		t.Errorf("exit %d, want %d", code, exitFail)
 	}
-	for _, w := range []string{"STATUS  CHECK", "FAIL    RLIMIT_RTPRIO", "remedy: ", "4 OK, 12 WARN, 2 FAIL"} {
+	for _, w := range []string{"STATUS  CHECK", "FAIL    RLIMIT_RTPRIO", "remedy: ", "4 OK, 13 WARN, 2 FAIL"} {
 		if !strings.Contains(stdout, w) {
 			t.Errorf("stdout lacks %q:\n%s", w, stdout)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/gowq/wq"
 	"github.com/gowq/wq/lab/wake"
 )
 
@@ -23,6 +24,7 @@ func newWakeCmd(stdout, stderr io.Writer) *cobra.Command {
 	var queuer string
 	var goLoad int
 	var only []string
+	var noPWait bool
 	var ef explainFlags
 	cmd := &cobra.Command{
 		Use:   "wake",
@@ -63,6 +65,11 @@ normal class's p99 at least 10x RT's, and the best RT row's max within 10x
 			if err := ef.apply(&o); err != nil {
 				return err
 			}
+			// The P-wait stamp is on by default in every program; off, a
+			// run shows its cost on the wake-up (the same process-wide
+			// switch a program has: wq.SetPWaitAccounting).
+			wq.SetPWaitAccounting(!noPWait)
+			defer wq.SetPWaitAccounting(true)
 			rows := len(only)
 			if rows == 0 {
 				rows = len(wake.Configs())
@@ -79,6 +86,7 @@ normal class's p99 at least 10x RT's, and the best RT row's max within 10x
 	cmd.Flags().StringSliceVar(&only, "configs", nil, "rows to measure, comma-separated names (default all): "+strings.Join(wake.Configs(), ", "))
 	cmd.Flags().DurationVar(&gap, "gap", 200*time.Microsecond, "pause between two samples")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of the table")
+	cmd.Flags().BoolVar(&noPWait, "no-pwait", false, "turn off the P-wait stamp of worker wake-ups (wq.SetPWaitAccounting(false)), to measure its cost")
 	ef.register(cmd.Flags())
 	return cmd
 }

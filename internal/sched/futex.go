@@ -26,6 +26,9 @@ type Parker struct {
 	state atomic.Uint32 // atomic
 	// ts is ParkStamp's clock reading; owned by the parking thread.
 	ts unix.Timespec
+	// ticks is ParkWait's counter reading (parkwait.go); owned by the
+	// parking thread.
+	ticks int64
 }
 
 // futex(2) operations; x/sys/unix does not define them.

@@ -116,7 +116,7 @@ func newMachine(env *Env) *machine {
 func (m *machine) all() []func() Check {
 	return []func() Check{
 		m.checkCapSysNice, m.checkRTPrio, m.checkNice, m.checkMemlock, m.checkCgroupRT, m.checkSeccomp,
-		m.checkRTThrottle, m.checkIsolation, m.checkAffinity, m.checkGovernor, m.checkIdle, m.checkPMQoS,
+		m.checkRTThrottle, m.checkIsolation, m.checkAffinity, m.checkGOMAXPROCS, m.checkGovernor, m.checkIdle, m.checkPMQoS,
 		m.checkSteal, m.checkTimerSlack, m.checkTHP, m.checkIRQBalance, m.checkIRQAffinity, m.checkTracefs,
 	}
 }

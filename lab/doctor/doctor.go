@@ -76,7 +76,7 @@ type Report struct {
 // IDs lists the check IDs in the order Run reports them.
 var IDs = []string{
 	"cap-sys-nice", "rlimit-rtprio", "rlimit-nice", "rlimit-memlock", "cgroup-rt-budget", "seccomp",
-	"rt-throttle", "cpu-isolation", "cpu-affinity", "cpufreq-governor", "cpuidle", "pm-qos",
+	"rt-throttle", "cpu-isolation", "cpu-affinity", "gomaxprocs", "cpufreq-governor", "cpuidle", "pm-qos",
 	"steal", "timer-slack", "thp", "irqbalance", "irq-affinity", "tracefs",
 }
 

@@ -107,6 +107,7 @@ func TestGoodRTBox(t *testing.T) {
 		// isolcpus=0 after "--" belongs to init, not the kernel.
 		"cpu-isolation":    {OK, "isolated CPUs 2-3 (isolcpus=managed_irq,domain,2-3; nohz_full=2-3; rcu_nocbs=2-3"},
 		"cpu-affinity":     {OK, "CPUs 2-3 of 0-3 online"},
+		"gomaxprocs":       {OK, "not set in the environment"},
 		"cpufreq-governor": {OK, "performance on CPU 0,1,2,3"},
 		"cpuidle":          {OK, "kept out by a PM QoS request of 0 us"},
 		"pm-qos":           {OK, "held"},
@@ -154,6 +155,7 @@ func TestBadBox(t *testing.T) {
 		"rt-throttle":      {Warn, "-1 of 1000000 us (no throttling)"},
 		"cpu-isolation":    {OK, "isolated CPUs 1 (isolcpus=1)"},
 		"cpu-affinity":     {OK, "CPUs 0-1 of 0-1 online"},
+		"gomaxprocs":       {Warn, "GOMAXPROCS=1 for 2 CPUs (fewer Ps than CPUs"},
 		"cpufreq-governor": {Warn, "powersave on CPU 0; schedutil on CPU 1"},
 		"cpuidle":          {Warn, "deepest enabled exit latency 133 us"},
 		"pm-qos":           {Warn, "no request held (deepest enabled idle state exits in 133 us)"},
@@ -168,7 +170,7 @@ func TestBadBox(t *testing.T) {
 	if !strings.Contains(c.Remedy, "echo 950000 > /sys/fs/cgroup/cpu,cpuacct/docker/0123abcd/cpu.rt_runtime_us") {
 		t.Errorf("cgroup remedy does not name the file as the process sees it: %s", c.Remedy)
 	}
-	if s := r.Summary(); s != "doctor: 2 OK, 14 WARN, 2 FAIL — run `wqlab doctor` for details (FAIL: RLIMIT_RTPRIO, cgroup RT budget)" {
+	if s := r.Summary(); s != "doctor: 2 OK, 15 WARN, 2 FAIL — run `wqlab doctor` for details (FAIL: RLIMIT_RTPRIO, cgroup RT budget)" {
 		t.Errorf("summary %q", s)
 	}
 }

@@ -41,6 +41,10 @@ type ConfigInfo struct {
 	Kind  Kind     // what runs the items
 	Class Class    // worker class
 	Flags wq.Flags // workqueue flags (KindGowq only)
+	// Batch > 0: the throughput scenario queues its back-to-back items
+	// with wq.Workqueue.QueueBatch, Batch at a time (KindGowq only; the
+	// other scenarios do not list such rows).
+	Batch int
 }
 
 // The configurations. Their IDs are what --configs accepts.
@@ -51,6 +55,8 @@ var allConfigs = []ConfigInfo{
 	{ID: "highpri-unbound", Label: "highpri unbound", Kind: KindGowq, Class: ClassHighPri, Flags: wq.Unbound | wq.HighPri},
 	{ID: "rt-percpu", Label: "RT per-CPU", Kind: KindGowq, Class: ClassRT, Flags: wq.PerCPU | wq.RT},
 	{ID: "rt-unbound", Label: "RT unbound strict", Kind: KindGowq, Class: ClassRT, Flags: wq.Unbound | wq.RT},
+	{ID: "rt-percpu-batch", Label: "RT per-CPU, batches of 64", Kind: KindGowq, Class: ClassRT, Flags: wq.PerCPU | wq.RT, Batch: throughputRing},
+	{ID: "rt-unbound-batch", Label: "RT unbound strict, batches of 64", Kind: KindGowq, Class: ClassRT, Flags: wq.Unbound | wq.RT, Batch: throughputRing},
 	{ID: "kthread", Label: "kthread per-CPU", Kind: KindKthread, Class: ClassNormal},
 	{ID: "kthread-fifo", Label: "kthread per-CPU FIFO-low", Kind: KindKthread, Class: ClassRT},
 	{ID: "go", Label: "go statement", Kind: KindBaseline, Class: ClassGo},

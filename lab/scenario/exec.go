@@ -142,6 +142,10 @@ func (r *wqRunner) prepare(t *task) {
 	}
 }
 func (r *wqRunner) queue(t *task) bool { return r.q.Queue(&t.w) }
+
+// queueBatch queues ws with one QueueBatch call and returns how many it
+// queued.
+func (r *wqRunner) queueBatch(ws []*wq.Work) int { return r.q.QueueBatch(ws...) }
 func (r *wqRunner) queueDelayed(t *task, d time.Duration) bool {
 	return r.q.QueueDelayed(&t.dw, d)
 }

@@ -127,6 +127,7 @@ type Row struct {
 	Kind       Kind   `json:"kind"`
 	Class      Class  `json:"class"`
 	Flags      string `json:"flags,omitempty"` // workqueue flags, e.g. "PERCPU|RT"
+	Batch      int    `json:"batch,omitempty"` // throughput: items per QueueBatch call, 0 unbatched
 	Skipped    bool   `json:"skipped,omitempty"`
 	SkipReason string `json:"skip_reason,omitempty"`
 	// RanAt is the scheduling class the row's work functions ran at, read

@@ -285,7 +285,7 @@ func runScenario(ctx context.Context, o Options, p *plan, def *scenarioDef, w wo
 }
 
 func rowResult(def *scenarioDef, r *rowRun, interrupted bool) Row {
-	out := Row{ID: r.def.ID, Label: r.def.Label, Note: r.def.Note, Kind: r.def.Kind, Class: r.def.Class}
+	out := Row{ID: r.def.ID, Label: r.def.Label, Note: r.def.Note, Kind: r.def.Kind, Class: r.def.Class, Batch: r.def.Batch}
 	if r.def.Kind == KindGowq {
 		out.Flags = r.def.Flags.String()
 	}

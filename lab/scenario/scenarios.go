@@ -237,6 +237,8 @@ var scenarioDefs = []*scenarioDef{
 			row("highpri-percpu", ""),
 			row("rt-percpu", ""),
 			row("rt-unbound", ""),
+			row("rt-percpu-batch", ""),
+			row("rt-unbound-batch", ""),
 		}, baselineRows()...),
 		dflt:    "ants",
 		verdict: mMedian,
@@ -258,6 +260,7 @@ var scenarioDefs = []*scenarioDef{
 		notes: []string{
 			"n, idle: sparse items, one every 200 us (plus the sleep's own lateness), each queued to an idle worker; queue->start latency.",
 			"items/s: empty items from one producer, back to back through a ring of 64 work items; x ants: over ants/v2 in this run.",
+			"batches of 64: the ring's idle items queued with one QueueBatch call (each pool woken once per call); idle: one item per call.",
 			"allocs/item: runtime.MemStats Mallocs over the phase / items; CPU s/M items: getrusage(RUSAGE_SELF) user+system " +
 				"over the phase, per million items (the whole process: spinning workers count).",
 		},

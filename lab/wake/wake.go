@@ -447,11 +447,12 @@ func (q *queuer) measure(r *row, n int, gap time.Duration) error {
 			})
 		}
 	}
-	if r.c.kind == KindGo && !q.fifo {
-		// A Go executor is used from ordinary goroutines: queue from
-		// one, unlocked and unpinned. (A locked thread that yields hands
-		// its P to another thread and back, tens of us per Gosched, which
-		// would be charged to the executor.)
+	if (r.c.kind == KindGo || (r.c.kind == KindGowq && r.q.GoroutineBacked())) && !q.fifo {
+		// A Go executor, and a gowq queue whose workers are goroutines
+		// (wq.Workqueue.GoroutineBacked), is used from ordinary
+		// goroutines: queue from one, unlocked and unpinned. (A locked
+		// thread that yields hands its P to another thread and back, tens
+		// of us per Gosched, which would be charged to the executor.)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -712,7 +713,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 	driver.WriteBox(&b, []string{"config", "n", "min", "p50", "avg", "p99", "max", "p50/probe"}, lines)
 	b.WriteString("latencies in us; p50/probe: p50 over the raw probe's p50 of the same policy (FIFO for RT rows and a FIFO queuer)\n")
 	if r.Queuer != QueuerFIFO {
-		b.WriteString("Go executors are queued from an ordinary goroutine (unpinned), the gowq rows from the pinned queuer thread\n")
+		b.WriteString("Go executors and goroutine-backed gowq rows are queued from an ordinary goroutine (unpinned), the other gowq rows from the pinned queuer thread\n")
 	}
 	raw, rt, rtu, normal := r.get("raw probe SCHED_FIFO"), r.get("gowq RT per-CPU"), r.get("gowq RT unbound strict"), r.get("gowq normal per-CPU")
 	best, bestMax := rt, rt

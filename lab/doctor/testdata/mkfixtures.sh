@@ -152,3 +152,4 @@ irq $B 25 1
 irq $B 26 0-1
 w $B/proc/filesystems "nodev	proc
 	ext4"
+printf 'PATH=/usr/bin\000GOMAXPROCS=1\000HOME=/root\000' > $B/proc/4242/environ   # fewer Ps than its 2 CPUs

@@ -1,0 +1,191 @@
+package wq
+
+import (
+	"fmt"
+	"os"
+	"sync/atomic"
+
+	"github.com/gowq/wq/internal/sched"
+	"github.com/gowq/wq/internal/topology"
+)
+
+// Goroutine-backed pools (docs/design.md, "Goroutine-backed pools").
+//
+// An unbound or ordered pool whose attributes are the process's own (the
+// normal class at nice 0 or at the process's nice, a cpumask covering every
+// CPU the process may use, not strict) has nothing to set on a thread, so
+// its workers are plain goroutines: they park on a channel of their own
+// and a wake-up is a goroutine hand-off (the woken goroutine goes to the
+// waker's P, no system call). Everything above the worker (pwqs,
+// max_active, flush colors, non-reentrance, ordering, keyed chains,
+// delayed work, the rescuer, Stats, tracer, stage recorder) is shared
+// with thread-backed pools; the worker runs the same loop. What differs:
+//   - start: `go` instead of sched.GoLocked, no thread setup, no thread
+//     headroom check (a goroutine needs no thread of its own);
+//   - park and wake: a buffered channel of one token instead of the futex
+//     Parker;
+//   - the pool lock is a sync.Mutex (a waiting goroutine parks through
+//     the Go scheduler and its thread runs other goroutines);
+//   - no concurrency management and no CM monitor: a blocked goroutine
+//     holds no P (the runtime hands it on), so, as the kernel's unbound
+//     pools, the pool wakes or starts a worker for every pending item;
+//   - no spinning before parking and no repatriation (there is no thread
+//     to pin);
+//   - identity is the goroutine id (sched.ByGoroutine), never reused; the
+//     tid is 0;
+//   - no per-item CPU accounting: a goroutine's thread runs other
+//     goroutines too, and the Go runtime has no per-goroutine CPU clock;
+//     Stats' CPU time is 0 for such pools (the exec-time histogram stays).
+
+// forceThreads makes every pool thread-backed (environment GOWQ_THREADS=1,
+// read once at start, or setForceThreads in tests): the suite runs once
+// with default queues on goroutines and once on threads.
+var forceThreads atomic.Bool
+
+func init() {
+	if v := os.Getenv("GOWQ_THREADS"); v != "" && v != "0" {
+		forceThreads.Store(true)
+	}
+}
+
+// gworkers maps the goroutine id of every live goroutine worker to it,
+// for selfWorker. nGoWorkers counts them, so that a caller that is no
+// worker pays the goroutine-id lookup (about 2 us) only while goroutine
+// workers exist.
+var (
+	gworkers   sched.ByGoroutine[*worker]
+	nGoWorkers atomic.Int32
+)
+
+// Threads asks for OS-thread workers for a queue whose attributes would
+// otherwise make its pools goroutine-backed (an unbound or ordered queue
+// of the normal class over every CPU): its workers are then named
+// kworker threads with their own tids, visible in top and ps, concurrency
+// managed by the CM monitor, and charged CPU time per queue. It has no
+// effect on other queues, which are thread-backed anyway.
+func Threads() Option { return func(o *options) { o.threads = true } }
+
+// processNice returns the nice of the process (its main thread), or 0 if
+// it cannot be read.
+func processNice() int {
+	a, err := sched.GetAttr(os.Getpid())
+	if err != nil || a.Policy != sched.PolicyNormal {
+		return 0
+	}
+	return a.Nice
+}
+
+// goroutineBacked reports whether an unbound pool with these attributes
+// gets goroutine workers: class normal at nice 0 or at the process's nice,
+// allow covering every CPU the process may use (online), not strict, and
+// neither the queue (Threads) nor the process (GOWQ_THREADS) asked for
+// threads. Called with q.mu held, at table install time.
+func (q *Workqueue) goroutineBacked(allow, online topology.CPUSet) bool {
+	if q.threads || forceThreads.Load() || q.attrs.strict {
+		return false
+	}
+	c := q.attrs.class
+	if c.policy != sched.PolicyNormal || (c.nice != 0 && c.nice != processNice()) {
+		return false
+	}
+	return allow.Equal(online)
+}
+
+// GoroutineBacked reports whether q's items are run by goroutine workers
+// (its attributes are the process's own and no Threads option or
+// GOWQ_THREADS asked for threads), as of its current attributes. Safe
+// from any goroutine; never blocks.
+func (q *Workqueue) GoroutineBacked() bool {
+	t := q.table.Load()
+	return t != nil && t.dfl != nil && t.dfl.pool.key.goro
+}
+
+// startGoWorker starts wk as a goroutine worker. Called with p.mu held.
+func (p *pool) startGoWorker(wk *worker) {
+	wk.gch = make(chan struct{}, 1)
+	wk.gch <- struct{}{} // the token: its first park returns at once
+	nGoWorkers.Add(1)
+	go wk.gmain()
+}
+
+// gmain is a goroutine worker: main without a thread. Every way out goes
+// through the same exit path as a thread worker's (retire).
+func (wk *worker) gmain() {
+	p := wk.pool
+	clean := false
+	defer func() {
+		if !clean {
+			if r := recover(); r != nil {
+				panic(r) // a bug in gowq itself (user code is recovered): crash with it
+			}
+			// runtime.Goexit in a work function or a callback.
+			wk.exitAbnormal(fmt.Errorf("%w: %s: runtime.Goexit on the worker's goroutine; the worker was replaced", ErrWorkerExit, wk.name))
+		}
+		nGoWorkers.Add(-1)
+		p.exited.Done()
+	}()
+	p.mu.Lock()
+	wk.setGoIdentity()
+	p.mu.Unlock()
+	wk.loop()
+	clean = true
+}
+
+// setGoIdentity records the calling goroutine as wk's. Called with
+// pool.mu held.
+func (wk *worker) setGoIdentity() {
+	if id, _, ok := sched.GoroutineState(); ok {
+		wk.goid.Store(id)
+	}
+	wk.leaveG = gworkers.Enter(wk)
+}
+
+// unpark gives wk a wake-up token and reports whether that woke it (for a
+// goroutine worker: whether the token was new). Never blocks.
+func (wk *worker) unpark() bool {
+	if wk.gch != nil {
+		select {
+		case wk.gch <- struct{}{}:
+			return true
+		default:
+			return false
+		}
+	}
+	return wk.parker.Unpark()
+}
+
+// onGoroutine reports whether the caller is wk's goroutine (goroutine
+// workers; about 2 us).
+func (wk *worker) onGoroutine() bool {
+	g := wk.goid.Load()
+	if g == 0 {
+		return false
+	}
+	id, _, ok := sched.GoroutineState()
+	return ok && id == g
+}
+
+// selfGoWorker returns the goroutine worker the caller is, or nil; free
+// while no goroutine worker exists.
+func selfGoWorker() *worker {
+	if nGoWorkers.Load() == 0 {
+		return nil
+	}
+	if wk := gworkers.Self(); wk != nil && wk.onGoroutine() {
+		return wk
+	}
+	return nil
+}
+
+// lockNoDrain takes the pool lock without draining the incoming stack
+// (tests: a push that comes after the drain).
+func (pm *poolMutex) lockNoDrain() {
+	switch {
+	case pm.g:
+		pm.gm.Lock()
+	case pm.pi:
+		pm.pm.Lock()
+	default:
+		pm.m.Lock()
+	}
+}
