@@ -10,7 +10,9 @@ import (
 	"github.com/gowq/wq"
 )
 
-// roundTripClasses are the classes whose workers park through park.go and
+// roundTripClasses are the classes whose thread workers park through
+// park.go (allocOrSkip asks for Threads(): a default unbound queue would be
+// goroutine-backed, whose workers hold no P to hand off) and
 // that run with one P (RT pools reserve a P of their own, so a test at
 // GOMAXPROCS 1 cannot hold them to one).
 var roundTripClasses = []struct {
@@ -22,11 +24,11 @@ var roundTripClasses = []struct {
 	{"highpri per-CPU", wq.PerCPU | wq.HighPri},
 }
 
-// allocOrSkip allocates a queue, skipping the test where the class needs a
-// privilege this process lacks.
+// allocOrSkip allocates a thread-backed queue, skipping the test where the
+// class needs a privilege this process lacks.
 func allocOrSkip(t *testing.T, name string, flags wq.Flags) *wq.Workqueue {
 	t.Helper()
-	q, err := wq.Alloc(name, flags, 0)
+	q, err := wq.Alloc(name, flags, 0, wq.Threads())
 	if errors.Is(err, wq.ErrPermission) {
 		t.Skipf("%v: %v", flags, err)
 	}
