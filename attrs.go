@@ -157,7 +157,10 @@ func SetUnboundCPUMask(cpus []int) error {
 		}
 	}
 	unboundMask.Store(g)
-	for _, q := range qs {
+	// Listed again after the store: a queue that Alloc registers from now
+	// on sees the new mask itself (see alloc), and one registered before
+	// is in this list.
+	for _, q := range liveQueues() {
 		if q.unbound {
 			q.reinstall(currentTopology())
 		}
