@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/gowq/wq"
@@ -57,6 +58,57 @@ func TestRefusedWriteRestoresClassAfterHighPriSwitch(t *testing.T) {
 		}
 		if got := rq.Attrs(); !reflect.DeepEqual(got, rBefore) {
 			t.Fatalf("request %d: refused nice=5 changed the RT queue from %+v to %+v", i, rBefore, got)
+		}
+	}
+}
+
+// TestRefusedWriteKeepsConcurrentWrite catches a rollback that restores a
+// snapshot taken before another writer's accepted write and so undoes it:
+// POST affinity_scope=cpu to an unbound queue and an ordered queue of one
+// name is refused by the ordered queue (read-only scope), while another
+// goroutine sets the unbound queue's cpumask; that cpumask must survive.
+func TestRefusedWriteKeepsConcurrentWrite(t *testing.T) {
+	online := wq.OnlineCPUs()
+	if len(online) < 2 {
+		t.Skip("needs 2 CPUs")
+	}
+	uq := alloc(t, "wh_rollback_race", wq.Unbound|wq.Sysfs)
+	oq, err := wq.AllocOrdered("wh_rollback_race", wq.Sysfs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(oq.Destroy)
+	srv := server(t, wqhttp.Options{AllowWrites: true})
+	masks := [][]int{{online[0]}, {online[1]}}
+	for round := range 40 {
+		// The last of ten writes sets mask.
+		mask := masks[round%2]
+		stop := make(chan struct{})
+		posted := make(chan struct{})
+		go func() {
+			defer close(posted)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				r := do(t, srv, http.MethodPost, "/attrs/wh_rollback_race/affinity_scope", "cpu")
+				if r.code != http.StatusConflict {
+					t.Errorf("POST affinity_scope=cpu: %d %q, want 409", r.code, r.body)
+					return
+				}
+			}
+		}()
+		for k := range 10 {
+			if err := uq.SetCPUMask(masks[(round+k+1)%2]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		close(stop)
+		<-posted
+		if got := uq.Attrs(); !slices.Equal(got.CPUs, mask) || got.Scope != wq.ScopeDefault {
+			t.Fatalf("round %d: after SetCPUMask(%v) beside refused writes: cpumask %v scope %v, want %v default", round, mask, got.CPUs, got.Scope, mask)
 		}
 	}
 }
