@@ -21,7 +21,11 @@ import (
 // fields, the class the process may use), tries the pools it selects on a
 // probe thread (see "Attribute validation" in attrs.go), and only then
 // installs everything at once under q.mu: a refused write changes nothing,
-// and a write of the values Attrs returned restores exactly those values.
+// and a write of the values Attrs returns now changes nothing. A saved
+// Attrs is not a saved state: once SetHighPriPolicy or SetRTPriority
+// changed what its policy resolves to, applying it again resolves that
+// policy anew (and may refuse its nice); SetAttrQueues restores exact
+// states.
 
 // Attrs are a workqueue's attributes in one typed value: the fields the
 // kernel's struct workqueue_attrs holds (nice, cpumask, affinity scope,
