@@ -136,10 +136,16 @@ var unboundMask atomic.Pointer[topology.CPUSet]
 // apply_wqattrs_prepare does; the live queues are re-applied at once. A
 // mask with no online CPU returns ErrInvalidArgument, and so does one that
 // the workers of a live unbound queue could not be pinned to (each queue's
-// pools are probed as by SetCPUMask); nothing changes then.
+// pools are probed as by SetCPUMask), and so does a CPU id outside
+// 0..65535; nothing changes then.
 func SetUnboundCPUMask(cpus []int) error {
 	attrMu.Lock()
 	defer attrMu.Unlock()
+	for _, c := range cpus {
+		if c < 0 || c >= topology.MaxCPUs {
+			return fmt.Errorf("%w: unbound cpumask: CPU %d outside [0, %d]", ErrInvalidArgument, c, topology.MaxCPUs-1)
+		}
+	}
 	var g *topology.CPUSet
 	topo := currentTopology()
 	if len(cpus) > 0 {
@@ -157,7 +163,10 @@ func SetUnboundCPUMask(cpus []int) error {
 		}
 	}
 	unboundMask.Store(g)
-	for _, q := range qs {
+	// Listed again after the store: a queue that Alloc registers from now
+	// on sees the new mask itself (see alloc), and one registered before
+	// is in this list.
+	for _, q := range liveQueues() {
 		if q.unbound {
 			q.reinstall(currentTopology())
 		}

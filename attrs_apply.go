@@ -21,7 +21,11 @@ import (
 // fields, the class the process may use), tries the pools it selects on a
 // probe thread (see "Attribute validation" in attrs.go), and only then
 // installs everything at once under q.mu: a refused write changes nothing,
-// and a write of the values Attrs returned restores exactly those values.
+// and a write of the values Attrs returns now changes nothing. A saved
+// Attrs is not a saved state: once SetHighPriPolicy or SetRTPriority
+// changed what its policy resolves to, applying it again resolves that
+// policy anew (and may refuse its nice); SetAttrQueues restores exact
+// states.
 
 // Attrs are a workqueue's attributes in one typed value: the fields the
 // kernel's struct workqueue_attrs holds (nice, cpumask, affinity scope,
@@ -127,6 +131,13 @@ func (q *Workqueue) ApplyAttrs(a Attrs) error {
 func (q *Workqueue) applyAttrs(what string, change func(a *Attrs) error) error {
 	attrMu.RLock()
 	defer attrMu.RUnlock()
+	return q.applyAttrsLocked(what, change)
+}
+
+// applyAttrsLocked is applyAttrs with attrMu held (for reading or
+// writing): the kernel's apply_wqattrs_prepare (check and probe) followed
+// by apply_wqattrs_commit (commitAttrs).
+func (q *Workqueue) applyAttrsLocked(what string, change func(a *Attrs) error) error {
 	q.mu.Lock()
 	if q.destroying {
 		q.mu.Unlock()
@@ -145,37 +156,55 @@ func (q *Workqueue) applyAttrs(what string, change func(a *Attrs) error) error {
 		return fmt.Errorf("workqueue %s: %s: %w", q.name, what, err)
 	}
 	topo := currentTopology()
-	poolsChange := !na.equal(q.attrs)
-	if poolsChange {
+	if !na.equal(q.attrs) {
 		if err := q.applicable(na, topo, unboundMask.Load(), nil); err != nil {
 			q.mu.Unlock()
 			return fmt.Errorf("workqueue %s: %s: %w", q.name, what, err)
 		}
 	}
+	q.commitAttrs(topo, attrsState{attrs: na, maxActive: want.MaxActive, escapeAfter: want.EscapeAfter})
+	return nil
+}
 
-	// Commit: nothing below fails.
+// attrsState is everything an attribute write changes in a queue: the
+// pool-selecting attributes with the class in force (which Attrs reports
+// only as a policy and a nice), max_active and escape_after.
+type attrsState struct {
+	attrs       queueAttrs
+	maxActive   int
+	escapeAfter time.Duration
+}
+
+// stateLocked returns q's attrsState. Called with q.mu held.
+func (q *Workqueue) stateLocked() attrsState {
+	return attrsState{attrs: q.attrs, maxActive: int(q.maxActive.Load()), escapeAfter: time.Duration(q.escapeAfter.Load())}
+}
+
+// commitAttrs installs st, already checked, as q's attributes on topo.
+// Nothing in it fails. Called with q.mu held; it releases q.mu.
+func (q *Workqueue) commitAttrs(topo *topology.Topology, st attrsState) {
 	var puts []*pool
-	if poolsChange {
-		q.attrs = na
+	if !st.attrs.equal(q.attrs) {
+		q.attrs = st.attrs
 		q.installTable(topo)
 		puts = q.retireIdle()
 	}
 	var lims []*activeLimit
-	if want.MaxActive != cur.MaxActive {
-		q.maxActive.Store(int32(want.MaxActive))
+	if st.maxActive != int(q.maxActive.Load()) {
+		q.maxActive.Store(int32(st.maxActive))
 		q.setNodeMax(topo)
 		lims = append(lims, q.lims...)
 	}
-	escChanged := want.EscapeAfter != cur.EscapeAfter
+	escChanged := int64(st.escapeAfter) != q.escapeAfter.Load()
 	var escPwqs []*pwq
 	if escChanged {
-		if want.EscapeAfter > 0 && q.escaper.Load() == nil {
+		if st.escapeAfter > 0 && q.escaper.Load() == nil {
 			r := newRescuer(q)
 			r.escape = true
 			q.escaper.Store(r)
 		}
-		q.escapeAfter.Store(int64(want.EscapeAfter))
-		if want.EscapeAfter > 0 {
+		q.escapeAfter.Store(int64(st.escapeAfter))
+		if st.escapeAfter > 0 {
 			escPwqs = append(escPwqs, q.allPwqs...)
 		}
 	}
@@ -201,7 +230,19 @@ func (q *Workqueue) applyAttrs(what string, change func(a *Attrs) error) error {
 			p.mu.Unlock()
 		}
 	}
-	return nil
+}
+
+// restoreState puts back st, which q had under the same hold of attrMu
+// (for writing): no probe, since it was in force a moment ago, and the
+// exact class, not one resolved again from its policy. A queue that
+// Destroy began meanwhile is left alone.
+func (q *Workqueue) restoreState(st attrsState) {
+	q.mu.Lock()
+	if q.destroying {
+		q.mu.Unlock()
+		return
+	}
+	q.commitAttrs(currentTopology(), st)
 }
 
 // resolveAttrs checks want against q (cur is q's Attrs now) and returns

@@ -171,18 +171,28 @@ func b01(b bool) string {
 // probe threads when the pools change (see SetPolicy). Safe from any
 // goroutine.
 func (q *Workqueue) SetAttr(name, value string) error {
+	e, err := q.writableAttr(name)
+	if err != nil {
+		return err
+	}
+	return q.applyAttrs(name, func(a *Attrs) error { return e.set(q, a, value) })
+}
+
+// writableAttr returns q's attribute name, or the error a write to it
+// gets: ErrInvalidArgument when q has none, ErrReadOnly when q fixes it.
+func (q *Workqueue) writableAttr(name string) (*queueAttr, error) {
 	e := lookupQueueAttr(q, name)
 	if e == nil {
 		kind := "unbound"
 		if !q.unbound {
 			kind = "per-CPU"
 		}
-		return fmt.Errorf("%w: workqueue %s (%s) has no attribute %q", ErrInvalidArgument, q.name, kind, name)
+		return nil, fmt.Errorf("%w: workqueue %s (%s) has no attribute %q", ErrInvalidArgument, q.name, kind, name)
 	}
 	if e.ro != nil && e.ro(q) {
-		return fmt.Errorf("%w: %s of workqueue %s", ErrReadOnly, name, q.name)
+		return nil, fmt.Errorf("%w: %s of workqueue %s", ErrReadOnly, name, q.name)
 	}
-	return q.applyAttrs(name, func(a *Attrs) error { return e.set(q, a, value) })
+	return e, nil
 }
 
 // parseEscapeAfter reads an escape_after value: a Go duration ("50us",

@@ -217,10 +217,21 @@ func alloc(name string, flags Flags, maxActive int, opts []Option) (*Workqueue, 
 	if o.escapeSet && (o.escapeAfter < 0 || q.unbound) {
 		return nil, fmt.Errorf("alloc_workqueue(%q): %w: escape_after %v: only per-CPU queues, and not negative", name, ErrInvalidArgument, o.escapeAfter)
 	}
+	topo, g := currentTopology(), unboundMask.Load()
 	q.mu.Lock()
-	q.installTable(currentTopology())
+	q.installTable(topo)
 	q.mu.Unlock()
 	registerQueue(q)
+	// SetUnboundCPUMask and hotplug publish the new global mask or
+	// topology first and then re-apply to the queues they list; a queue
+	// registered after that listing built its table from what they
+	// replaced. Registering first and looking again after closes that
+	// window without a lock (the kernel holds wq_pool_mutex across
+	// alloc_workqueue's apply and list_add): either the listing saw q,
+	// or q sees what was published.
+	if q.unbound && (unboundMask.Load() != g || currentTopology() != topo) {
+		q.reinstall(currentTopology())
+	}
 	if o.escapeSet && o.escapeAfter > 0 {
 		_ = q.SetEscapeAfter(o.escapeAfter) // validated above
 	}

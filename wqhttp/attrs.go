@@ -232,24 +232,11 @@ func (h *handler) attrsWrite(w http.ResponseWriter, r *http.Request) {
 		}
 	} else {
 		// Queues sharing a name (wq allows it, the kernel's sysfs does not)
-		// are all written; the first error stops, and the queues already
-		// written get back every attribute they had (wq.Attrs), not only
-		// the one written: a write can change others (policy=highpri
-		// sets nice -20), and a refused write must change nothing.
-		old := make([]wq.Attrs, len(qs))
-		for i, q := range qs {
-			old[i] = q.Attrs()
-		}
-		for i, q := range qs {
-			if err = q.SetAttr(attr, value); err != nil {
-				for j := range i {
-					if rerr := qs[j].ApplyAttrs(old[j]); rerr != nil {
-						err = fmt.Errorf("%w; restoring workqueue %s failed: %v", err, qs[j].Name(), rerr)
-					}
-				}
-				break
-			}
-		}
+		// are all written, all or nothing: wq.SetAttrQueues puts back the
+		// exact state (every attribute and the class in force) of the
+		// queues written before one refuses, with other attribute writers
+		// held off meanwhile.
+		err = wq.SetAttrQueues(qs, attr, value)
 		if err == nil {
 			nv, err = qs[0].Attr(attr)
 		}

@@ -57,8 +57,9 @@
 // refused with 403 or 400) and a refused write changes nothing: numbers
 // are range-checked (an overflowing one answers 400), and a write to
 // several Sysfs queues of one name that one of them refuses gives the
-// others back every attribute they had (wq.Workqueue.ApplyAttrs of their
-// wq.Attrs from before the write), not only the one written.
+// others back exactly the state they had, every attribute and the worker
+// class in force (wq.SetAttrQueues, which holds off other attribute
+// writers meanwhile), not only the one written.
 //
 // Every endpoint only reads snapshots (wq.Queues, Workqueue.Stats,
 // wq.Pools, wq.AffinityPods): a request never waits for a work item.
