@@ -53,6 +53,14 @@ var PoolColumns = []Column{
 	{"running", "How long the worker's current item has run."},
 }
 
+// ScopeColumns are the columns of the live page's affinity-scope table
+// (wq_dump.py's "Affinity Scopes").
+var ScopeColumns = []Column{
+	{"scope", "An affinity scope of unbound queues: cpu, smt, cache_shard (the default: each last-level cache split into pods of about cache_shard_size cores with their SMT siblings), cache, numa or system."},
+	{"nr_pods", "How many pods the scope divides the CPUs into; an unbound queue of that scope gets one pool per pod."},
+	{"pod CPUs", "The CPUs of each pod, one list per pod."},
+}
+
 // WriteMonitorLegend writes what each column of WriteMonitorTable's table
 // means, one "name: meaning" line per column, the name column excepted. It
 // returns the first write error.

@@ -44,7 +44,8 @@ func buildUIPage(page string) string {
 	return strings.NewReplacer(
 		"<!--monitor-columns-->", head(uiMonitorColumns()),
 		"<!--pool-columns-->", head(PoolColumns),
-		"<!--legend-->", legend("Workqueues", uiMonitorColumns())+"\n"+legend("Worker pools", PoolColumns),
+		"<!--scope-columns-->", head(ScopeColumns),
+		"<!--legend-->", legend("Workqueues", uiMonitorColumns())+"\n"+legend("Affinity scopes", ScopeColumns)+"\n"+legend("Worker pools", PoolColumns),
 	).Replace(page)
 }
 

@@ -67,7 +67,7 @@ func TestUIPage(t *testing.T) {
 
 // TestUIColumnsExplained catches a column of the live page, or of the
 // wq_monitor.py text table, that nothing explains: every header of the
-// page's two tables has a tooltip and a legend entry, and every column of
+// page's three tables has a tooltip and a legend entry, and every column of
 // the text table has a legend line (wqmon prints them).
 func TestUIColumnsExplained(t *testing.T) {
 	srv := server(t, wqhttp.Options{})
@@ -83,7 +83,8 @@ func TestUIColumnsExplained(t *testing.T) {
 		if strings.TrimSpace(h[2]) == "" {
 			t.Errorf("header %q has no tooltip", h[3])
 		}
-		if !strings.Contains(page, "<dt>Workqueues: "+h[3]+"</dt>") && !strings.Contains(page, "<dt>Worker pools: "+h[3]+"</dt>") {
+		if !strings.Contains(page, "<dt>Workqueues: "+h[3]+"</dt>") && !strings.Contains(page, "<dt>Worker pools: "+h[3]+"</dt>") &&
+			!strings.Contains(page, "<dt>Affinity scopes: "+h[3]+"</dt>") {
 			t.Errorf("header %q has no legend entry", h[3])
 		}
 	}
