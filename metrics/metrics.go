@@ -71,6 +71,9 @@ type Collector struct {
 	escapes                                            *prometheus.Desc
 	queueDuration, workDuration                        *prometheus.Desc
 	poolWorkers, poolIdle, poolPending, poolMaxRunning *prometheus.Desc
+
+	// client-go's workqueue metrics (backlog.go).
+	depth, adds, unfinished, longest *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -132,6 +135,7 @@ func NewCollector(opts Options) (*Collector, error) {
 	c.poolIdle = p("idle_workers", "Idle worker threads of the pool.")
 	c.poolPending = p("pending_items", "Work items on the pool's worklist, waiting for a worker.")
 	c.poolMaxRunning = p("max_running_seconds", "Longest time the item a worker of the pool currently executes has been running; 0 when all are idle.")
+	c.backlogDescs(q)
 	return c, nil
 }
 
@@ -155,7 +159,8 @@ func validName(s string) bool {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.info, c.maxActive, c.started, c.completed, c.inFlight, c.cpuSeconds,
 		c.cpuIntensive, c.cmWakeups, c.repatriations, c.mayday, c.rescued, c.panics, c.escapes,
-		c.queueDuration, c.workDuration, c.poolWorkers, c.poolIdle, c.poolPending, c.poolMaxRunning} {
+		c.queueDuration, c.workDuration, c.poolWorkers, c.poolIdle, c.poolPending, c.poolMaxRunning,
+		c.depth, c.adds, c.unfinished, c.longest} {
 		ch <- d
 	}
 }
@@ -170,6 +175,7 @@ type queueSample struct {
 	memReclaim bool
 	maxActive  int
 	st         wq.QueueStats
+	run        wq.RunningStats
 }
 
 // queueType returns "ordered", "unbound" or "percpu", the TYPE column of
@@ -184,14 +190,16 @@ func (c *Collector) sampleQueues() []*queueSample {
 			continue
 		}
 		st := q.Stats()
+		run := q.Running()
 		if s := byName[q.Name()]; s != nil {
 			s.st = mergeStats(s.st, st)
+			s.run = mergeRunning(s.run, run)
 			s.maxActive += q.MaxActive()
 			continue
 		}
 		f := q.Flags()
 		s := &queueSample{name: q.Name(), typ: queueType(q), policy: st.Policy.String(), flags: f.String(),
-			unbound: f&wq.Unbound != 0, memReclaim: f&wq.MemReclaim != 0, maxActive: q.MaxActive(), st: st}
+			unbound: f&wq.Unbound != 0, memReclaim: f&wq.MemReclaim != 0, maxActive: q.MaxActive(), st: st, run: run}
 		byName[s.name] = s
 		out = append(out, s)
 	}
@@ -210,6 +218,8 @@ func mergeStats(a, b wq.QueueStats) wq.QueueStats {
 	a.ESC += b.ESC
 	a.EscapeAfter = max(a.EscapeAfter, b.EscapeAfter)
 	a.Panics += b.Panics
+	a.Pending += b.Pending
+	a.Adds += b.Adds
 	a.Latency = mergeHist(a.Latency, b.Latency)
 	a.Exec = mergeHist(a.Exec, b.Exec)
 	return a
@@ -274,6 +284,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.panics, float64(st.Panics), n)
 		ch <- c.histogram(c.queueDuration, st.Latency, n)
 		ch <- c.histogram(c.workDuration, st.Exec, n)
+		c.collectBacklog(gauge, counter, s)
 	}
 	for _, p := range wq.Pools() {
 		cpu := ""
