@@ -381,3 +381,36 @@ func TestStatsPendingConsistentUnderRace(t *testing.T) {
 		wq.SetErrorHandler(nil)
 	}
 }
+
+// TestMaxPendingLeavesOnRearmAndCancelSync: an item taken off the queue by
+// ModDelayed (re-armed) or CancelSync leaves the bound.
+func TestMaxPendingLeavesOnRearmAndCancelSync(t *testing.T) {
+	// Catches a grab that keeps the instance counted when its new owner
+	// re-arms it or holds it (neither releases it): the queue would stay
+	// full with nothing waiting.
+	q := allocBounded(t, "bp-rearm", wq.Unbound, 1, 2)
+	b := newBlocker()
+	defer b.free()
+	q.Queue(b.w)
+	b.waitStarted(t)
+	dw := wq.NewDelayedWork(func() {})
+	w := wq.NewWork(func() {})
+	if !q.Queue(&dw.Work) || !q.Queue(w) {
+		t.Fatal("Queue below the bound = false")
+	}
+	if !q.ModDelayed(dw, time.Hour) {
+		t.Fatal("ModDelayed of a pending item = false")
+	}
+	if c := q.PendingCount(); c != 1 {
+		t.Errorf("count after re-arming a queued item = %d, want 1", c)
+	}
+	if !w.CancelSync() {
+		t.Fatal("CancelSync of a pending item = false")
+	}
+	if c, p := q.PendingCount(), q.Stats().Pending; c != 0 || p != 0 {
+		t.Errorf("after CancelSync: count %d, Pending %d; want 0", c, p)
+	}
+	dw.Cancel()
+	b.free()
+	q.Flush()
+}
