@@ -262,13 +262,28 @@ func (q *Workqueue) unreserve() {
 // the key shards' locks, which no tracer callback runs under.
 func (q *Workqueue) backlogStats(s *QueueStats, pwqs []*pwq) {
 	s.MaxPending = int(q.bp.max)
-	s.Pending = q.retired.pending.Load()
-	s.Adds = q.retired.adds.Load()
-	for _, pq := range pwqs {
-		s.Pending += pq.stats.pending.Load()
-		s.Adds += pq.stats.adds.Load()
+	// An item leaves the pending state when a worker dequeues it (started,
+	// which the exit path decrements for an item it puts back) or a grab
+	// unlinks it: pending = adds - started - unlinked, one atomic add per
+	// link on the queue path and none on the worker's. The three are read
+	// one after the other, so an item linked or started during the read
+	// may be missing or counted twice; never below 0.
+	var adds, started, unlinked int64
+	for _, st := range append([]*pwqStats{&q.retired}, statsOf(pwqs)...) {
+		unlinked += st.unlinked.Load()
+		started += st.started.Load()
+		adds += st.adds.Load()
 	}
-	s.Pending += int64(q.chained())
+	s.Adds = adds
+	s.Pending = max(adds-started-unlinked, 0) + int64(q.chained())
+}
+
+func statsOf(pwqs []*pwq) []*pwqStats {
+	out := make([]*pwqStats, len(pwqs))
+	for i, pq := range pwqs {
+		out[i] = &pq.stats
+	}
+	return out
 }
 
 // chained returns the number of keyed items waiting in their key's chain

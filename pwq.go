@@ -126,7 +126,6 @@ func (pq *pwq) insert(w *Work) bool {
 func (pq *pwq) link(w *Work, trace bool) bool {
 	w.color = pq.color
 	pq.nrInFlight[w.color]++
-	pq.stats.pending.Add(1)
 	pq.stats.adds.Add(1)
 	w.pwq.Store(pq)
 	l := pq.lim
@@ -206,7 +205,7 @@ func (pq *pwq) afterSlotFreed() bool {
 // cancel. Called with pool.mu held; the return is as for complete.
 func (pq *pwq) unlink(w *Work) bool {
 	w.pwq.Store(nil)
-	pq.stats.pending.Add(-1)
+	pq.stats.unlinked.Add(1)
 	w.unpend() // the grabber wakes QueueContext waiters (grabFromPwq)
 	pq.doneInFlight(w.color)
 	if w.list() == &pq.inactive {
@@ -239,8 +238,8 @@ type pwqStats struct {
 	rescued      atomic.Int64 // items run by the rescuer
 	escaped      atomic.Int64 // ESC: items run off their CPU by the escaper (escape_after)
 	panics       atomic.Int64 // work functions that panicked
-	pending      atomic.Int64 // items linked on the pwq and not started (written under pool.mu, read lock-free by Stats)
-	adds         atomic.Int64 // items linked on the pwq (queued instances), written under pool.mu
+	adds         atomic.Int64 // items linked on the pwq (queued instances); pending = adds - started - unlinked
+	unlinked     atomic.Int64 // items unlinked from the pwq's lists by a grab or CancelPending
 	latency      latencyHist  // queue-to-start
 	exec         latencyHist  // execution time (start to end)
 }
@@ -259,8 +258,8 @@ func (s *pwqStats) addFrom(o *pwqStats) {
 	s.rescued.Add(o.rescued.Load())
 	s.escaped.Add(o.escaped.Load())
 	s.panics.Add(o.panics.Load())
-	s.pending.Add(o.pending.Load())
 	s.adds.Add(o.adds.Load())
+	s.unlinked.Add(o.unlinked.Load())
 	s.latency.addFrom(&o.latency)
 	s.exec.addFrom(&o.exec)
 }

@@ -64,8 +64,9 @@ type QueueStats struct {
 	// items queued on the queue's pwqs since Alloc (client-go's adds: an
 	// item queued again while pending is not an add; a chained keyed item
 	// counts when it reaches the queue). MaxPending is the queue's bound,
-	// 0 when unbounded. Pending is exact for each pwq and key shard, read
-	// one after the other.
+	// 0 when unbounded. Pending is read without locks, counter after
+	// counter: exact when nothing is queued or started during the call,
+	// otherwise off by at most those items.
 	Pending    int64
 	Adds       int64
 	MaxPending int

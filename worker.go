@@ -452,7 +452,6 @@ func (wk *worker) processOne(w *Work) bool {
 	}
 	pq := w.pwq.Load()
 	w.pwq.Store(nil)
-	pq.stats.pending.Add(-1)
 	freed := w.unpend() // MaxPending: the instance leaves the bound as it starts
 	now := nanotime()
 	wk.current, wk.currentPwq, wk.currentAt = w, pq, now
@@ -689,7 +688,6 @@ func (wk *worker) finishCurrent() {
 		pq.stats.started.Add(-1) // counted at dequeue; it starts again later
 		w.runner.CompareAndSwap(wk, nil)
 		w.pwq.Store(pq)
-		pq.stats.pending.Add(1)
 		_ = pq.wq.admit(w, true) // pending again: back in its MaxPending bound
 		p.worklist.pushFront(w)
 		wk.stage = stageNone
