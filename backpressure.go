@@ -260,22 +260,30 @@ func (q *Workqueue) unreserve() {
 // backlogStats fills the backlog fields of Stats. Called with q.mu held;
 // takes no pool lock (Stats may be called from a tracer under one), only
 // the key shards' locks, which no tracer callback runs under.
+//
+// It adds nothing to the queue path: the items on q's lists are the
+// max_active counts of q's limits, nrInactive (inactive) plus nrActive
+// (on a worklist, a scheduled list, or running), less the running ones
+// (started - completed). An item counts as added once it is started,
+// waiting, or was unlinked by a grab. The counters are read one after the
+// other without locks: exact when nothing is queued, started or finished
+// during the call, otherwise off by at most those items (a finishing item
+// counts as waiting from its completion until its slot is freed); never
+// below 0.
 func (q *Workqueue) backlogStats(s *QueueStats, pwqs []*pwq) {
 	s.MaxPending = int(q.bp.max)
-	// An item leaves the pending state when a worker dequeues it (started,
-	// which the exit path decrements for an item it puts back) or a grab
-	// unlinks it: pending = adds - started - unlinked, one atomic add per
-	// link on the queue path and none on the worker's. The three are read
-	// one after the other, so an item linked or started during the read
-	// may be missing or counted twice; never below 0.
-	var adds, started, unlinked int64
+	var started, completed, unlinked, listed int64
 	for _, st := range append([]*pwqStats{&q.retired}, statsOf(pwqs)...) {
-		unlinked += st.unlinked.Load()
+		completed += st.completed.Load()
 		started += st.started.Load()
-		adds += st.adds.Load()
+		unlinked += st.unlinked.Load()
 	}
-	s.Adds = adds
-	s.Pending = max(adds-started-unlinked, 0) + int64(q.chained())
+	for _, l := range q.lims {
+		listed += int64(l.nrActive.Load()) + int64(l.nrInactive.Load())
+	}
+	waiting := max(listed-(started-completed), 0)
+	s.Pending = waiting + int64(q.chained())
+	s.Adds = started + waiting + unlinked
 }
 
 func statsOf(pwqs []*pwq) []*pwqStats {

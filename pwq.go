@@ -126,7 +126,6 @@ func (pq *pwq) insert(w *Work) bool {
 func (pq *pwq) link(w *Work, trace bool) bool {
 	w.color = pq.color
 	pq.nrInFlight[w.color]++
-	pq.stats.adds.Add(1)
 	w.pwq.Store(pq)
 	l := pq.lim
 	l.nrInactive.Add(1)
@@ -238,8 +237,7 @@ type pwqStats struct {
 	rescued      atomic.Int64 // items run by the rescuer
 	escaped      atomic.Int64 // ESC: items run off their CPU by the escaper (escape_after)
 	panics       atomic.Int64 // work functions that panicked
-	adds         atomic.Int64 // items linked on the pwq (queued instances); pending = adds - started - unlinked
-	unlinked     atomic.Int64 // items unlinked from the pwq's lists by a grab or CancelPending
+	unlinked     atomic.Int64 // items unlinked from the pwq's lists by a grab or CancelPending (Stats' Adds)
 	latency      latencyHist  // queue-to-start
 	exec         latencyHist  // execution time (start to end)
 }
@@ -258,7 +256,6 @@ func (s *pwqStats) addFrom(o *pwqStats) {
 	s.rescued.Add(o.rescued.Load())
 	s.escaped.Add(o.escaped.Load())
 	s.panics.Add(o.panics.Load())
-	s.adds.Add(o.adds.Load())
 	s.unlinked.Add(o.unlinked.Load())
 	s.latency.addFrom(&o.latency)
 	s.exec.addFrom(&o.exec)

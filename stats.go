@@ -64,9 +64,9 @@ type QueueStats struct {
 	// items queued on the queue's pwqs since Alloc (client-go's adds: an
 	// item queued again while pending is not an add; a chained keyed item
 	// counts when it reaches the queue). MaxPending is the queue's bound,
-	// 0 when unbounded. Pending is read without locks, counter after
-	// counter: exact when nothing is queued or started during the call,
-	// otherwise off by at most those items.
+	// 0 when unbounded. Both are read without locks, counter after
+	// counter: exact when nothing is queued, started or finished during
+	// the call, otherwise off by at most those items.
 	Pending    int64
 	Adds       int64
 	MaxPending int
