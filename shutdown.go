@@ -29,8 +29,10 @@ import (
 // its own), then releases its pools; a later Destroy or DestroyContext
 // waits for that same drain, and Stats and Queues show the queue until it
 // is over. Concurrent calls all wait for the one destroy. A ctx that is
-// already done still begins the destroy and returns ctx.Err() at once
-// (unless the queue is already destroyed: nil). Safe from any goroutine.
+// already done still begins the destroy and returns ctx.Err() at once,
+// or nil when the destroy is over by then (an empty queue may be
+// destroyed that fast; a destroyed queue always returns nil). Safe from
+// any goroutine.
 // A gowq extension of destroy_workqueue(), like ants' ReleaseContext.
 func (q *Workqueue) DestroyContext(ctx context.Context) error {
 	if q.isChained() {
@@ -49,13 +51,13 @@ func (q *Workqueue) DestroyContext(ctx context.Context) error {
 	select {
 	case <-done:
 		return nil
-	default:
-	}
-	select {
-	case <-done:
-		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		select {
+		case <-done: // both ready: the destroy is over, say so
+			return nil
+		default:
+			return ctx.Err()
+		}
 	}
 }
 

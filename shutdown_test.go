@@ -331,3 +331,33 @@ func TestCancelSyncContext(t *testing.T) {
 		t.Error("ErrDeadlock not reported")
 	}
 }
+
+// TestDestroyContextCancelledCtxBeginsDestroy: a ctx already done still
+// begins the destroy (the queue refuses at once) and returns ctx.Err().
+func TestDestroyContextCancelledCtxBeginsDestroy(t *testing.T) {
+	// Catches a DestroyContext that returns early without beginning, so
+	// the queue would still accept work.
+	wq.SetErrorHandler(func(string, string, error) {})
+	defer wq.SetErrorHandler(nil)
+	q, err := wq.Alloc("sd-cancelled", wq.Unbound, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBlocker()
+	defer b.free()
+	q.Queue(b.w)
+	b.waitStarted(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := q.DestroyContext(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("DestroyContext(cancelled) with a running item = %v, want Canceled", err)
+	}
+	if q.Queue(wq.NewWork(func() {})) {
+		t.Fatal("Queue accepted after DestroyContext(cancelled)")
+	}
+	b.free()
+	q.Destroy()
+	if q.Queue(wq.NewWork(func() {})) {
+		t.Fatal("Queue accepted after Destroy")
+	}
+}
