@@ -160,6 +160,19 @@
 //     can never get a thread (a thread limit the process already uses up)
 //     keeps its items pending until it can: Flush waits, FlushContext and
 //     DrainContext time out.
+//   - Bounded backlog and bounded shutdown (gowq extensions): MaxPending(n)
+//     bounds the items waiting on a queue (queued and not started, keyed
+//     chains included; armed delayed items count once their timer queues
+//     them); past it queue calls return false with ErrQueueFull, and
+//     QueueContext waits for room. DestroyContext and DrainContext bound
+//     the caller's wait, never what the queue accepts: past the deadline
+//     the queue keeps refusing work and finishes its drain on its own.
+//     CancelPending drops the backlog and leaves running items alone.
+//     Stats().Pending is the backlog; the metrics package exports it as
+//     client-go's workqueue_depth.
+//   - Logging: what gowq logs (the default handlers, the watchdog,
+//     warnings) goes to SetLogger's logger, or a queue's own (WithLogger),
+//     with the attribute workqueue=<name>; slog.Default() otherwise.
 //
 // The kernel function each call mirrors is named in its doc comment;
 // docs/kernel-api.md has the whole mapping.

@@ -110,6 +110,10 @@ var (
 	ErrDestroyed = errors.New("wq: workqueue destroyed")
 	// ErrDraining: a queue attempt from outside the queue while it drains.
 	ErrDraining = errors.New("wq: workqueue is draining")
+	// ErrQueueFull: a queue call on a queue whose MaxPending bound is
+	// reached; the call returns false (QueueContext waits instead) and the
+	// Work is left as it was.
+	ErrQueueFull = errors.New("wq: workqueue is full (MaxPending)")
 	// ErrKeyConflict: QueueKeyed of a Work whose keyed instance is still in
 	// flight (chained, queued or running) under another key or on another
 	// queue; the call returns false and the Work is left as it was.

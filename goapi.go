@@ -107,6 +107,8 @@ func (q *Workqueue) reportRefusal(op string, w *Work, err error) {
 		q.reportDraining(op, w)
 	case ErrNoFunc:
 		q.reportError(op, "", err)
+	case ErrQueueFull:
+		q.reportRefused(op, w, err) // once until the count falls (backpressure.go)
 	default:
 		q.reportError(op, w.Func(), err)
 	}

@@ -2,7 +2,6 @@ package wq
 
 import (
 	"fmt"
-	"log/slog"
 	"runtime/debug"
 	"sync/atomic"
 
@@ -17,6 +16,11 @@ type PanicInfo struct {
 	Value     any    // the value passed to panic
 	Stack     []byte // the panicking goroutine's stack (debug.Stack)
 	Worker    string // worker thread name, e.g. "kworker/0:1H"
+	// Work is the item whose function panicked. It may already be queued
+	// again (or running again elsewhere) when the handler reads it; use it
+	// to identify the item (compare it with the caller's own), not to
+	// inspect its state.
+	Work *Work
 }
 
 // Error returns a one-line description.
@@ -54,7 +58,7 @@ func (q *Workqueue) reportPanic(pi PanicInfo) {
 		callSafe("panic handler", func() { h(pi) })
 		return
 	}
-	slog.Error("workqueue: work function panicked", "workqueue", pi.Workqueue,
+	q.log().Error("workqueue: work function panicked", "workqueue", pi.Workqueue,
 		"function", pi.Func, "worker", pi.Worker, "panic", fmt.Sprint(pi.Value), "stack", string(pi.Stack))
 }
 
@@ -90,7 +94,11 @@ func (q *Workqueue) reportError(op, fn string, err error) {
 		callSafe("error handler", func() { h(op, fn, err) })
 		return
 	}
-	slog.Warn("workqueue: "+op+" failed", "function", fn, "err", err)
+	if q != nil {
+		q.log().Warn("workqueue: "+op+" failed", "workqueue", q.name, "function", fn, "err", err)
+		return
+	}
+	plog().Warn("workqueue: "+op+" failed", "function", fn, "err", err)
 }
 
 // SetTracer installs t to receive the four workqueue events (queue_work,
@@ -119,7 +127,7 @@ func stackOf() []byte { return debug.Stack() }
 // logPanic logs a panic recovered from the callback what.
 func logPanic(what string) report.PanicFunc {
 	return func(r any, stack []byte) {
-		slog.Error("workqueue: "+what+" panicked", "panic", fmt.Sprint(r), "stack", string(stack))
+		plog().Error("workqueue: "+what+" panicked", "panic", fmt.Sprint(r), "stack", string(stack))
 	}
 }
 
@@ -146,6 +154,6 @@ func goReport(f func()) { go callSafe("error handler", f) }
 // lock is unlocked); on a worker, main's exit path does the rest.
 func emit(t *wqtrace.Tracer, ev *wqtrace.Event, onGoexit func()) {
 	report.Guard(func() { (*t).Trace(ev) }, func(r any, stack []byte) {
-		slog.Error("workqueue: tracer panicked", "event", ev.Kind.String(), "panic", fmt.Sprint(r), "stack", string(stack))
+		plog().Error("workqueue: tracer panicked", "workqueue", ev.Workqueue, "event", ev.Kind.String(), "panic", fmt.Sprint(r), "stack", string(stack))
 	}, onGoexit)
 }

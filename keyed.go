@@ -154,6 +154,12 @@ func (q *Workqueue) QueueKeyed(key uint64, w *Work) bool {
 		}
 		return false
 	}
+	if err := q.admit(w, false); err != nil { // MaxPending (backpressure.go)
+		w.markCancelled()
+		w.release()
+		q.reportRefused(op, w, err)
+		return false
+	}
 	seq := seqOf(w.state.Load()) // stable: we own PENDING
 	sh := q.keyTable().shard(key)
 	var ks *keyState
@@ -334,8 +340,8 @@ func (w *Work) doneUpTo(seq uint64) bool {
 func (ks *keyState) grabChained(w *Work) bool {
 	sh := ks.sh
 	sh.mu.Lock()
-	defer sh.mu.Unlock()
 	if w.kst.Load() != ks || !w.kchained {
+		sh.mu.Unlock()
 		return false
 	}
 	ks.remove(w)
@@ -343,8 +349,11 @@ func (ks *keyState) grabChained(w *Work) bool {
 		w.kst.Store(nil)
 	}
 	sh.doneLocked(w.kcolor)
-	// The instance is now owned by the grabber; markCancelled will find
-	// ks.active != w (or d < activeSeq) and leave the key alone.
+	sh.mu.Unlock()
+	// The instance is now owned by the grabber, out of q's MaxPending
+	// bound; markCancelled will find ks.active != w (or d < activeSeq)
+	// and leave the key alone.
+	w.unpendWake()
 	return true
 }
 

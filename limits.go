@@ -2,7 +2,6 @@ package wq
 
 import (
 	"fmt"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -50,7 +49,7 @@ func checkThreadHeadroom() error {
 	n, lim, err := h.read()
 	if err != nil {
 		h.errOnce.Do(func() {
-			slog.Warn("workqueue: cannot read all thread limits; unread ones are not enforced", "err", err)
+			plog().Warn("workqueue: cannot read all thread limits; unread ones are not enforced", "err", err)
 		})
 	}
 	h.n, h.at, h.used = n, now, 0

@@ -204,6 +204,8 @@ func (pq *pwq) afterSlotFreed() bool {
 // cancel. Called with pool.mu held; the return is as for complete.
 func (pq *pwq) unlink(w *Work) bool {
 	w.pwq.Store(nil)
+	pq.stats.unlinked.Add(1)
+	w.unpend() // the grabber wakes QueueContext waiters (grabFromPwq)
 	pq.doneInFlight(w.color)
 	if w.list() == &pq.inactive {
 		pq.inactive.remove(w)
@@ -235,6 +237,7 @@ type pwqStats struct {
 	rescued      atomic.Int64 // items run by the rescuer
 	escaped      atomic.Int64 // ESC: items run off their CPU by the escaper (escape_after)
 	panics       atomic.Int64 // work functions that panicked
+	unlinked     atomic.Int64 // items unlinked from the pwq's lists by a grab or CancelPending (Stats' Adds)
 	latency      latencyHist  // queue-to-start
 	exec         latencyHist  // execution time (start to end)
 	pwait        latencyHist  // thread workers' wait for a P after futex_wait (pwait.go)
@@ -254,6 +257,7 @@ func (s *pwqStats) addFrom(o *pwqStats) {
 	s.rescued.Add(o.rescued.Load())
 	s.escaped.Add(o.escaped.Load())
 	s.panics.Add(o.panics.Load())
+	s.unlinked.Add(o.unlinked.Load())
 	s.latency.addFrom(&o.latency)
 	s.exec.addFrom(&o.exec)
 	s.pwait.addFrom(&o.pwait)

@@ -63,6 +63,20 @@ type QueueStats struct {
 	// and summon the rescuer of MemReclaim queues.
 	CreateErrors int64
 	CreateError  string
+	// Backlog (backpressure.go). Pending is the number of items waiting
+	// on the queue: queued and not started, on the worklists, on the
+	// inactive lists (over max_active) and chained under a key
+	// (QueueKeyed); armed delayed items are not counted. Adds counts the
+	// items queued on the queue's pwqs since Alloc (client-go's adds: an
+	// item queued again while pending is not an add; a chained keyed item
+	// counts when it reaches the queue). MaxPending is the queue's bound,
+	// 0 when unbounded. Both are read without locks, counter after
+	// counter: exact when nothing is queued, started or finished during
+	// the call, otherwise off by at most those items.
+	Pending    int64
+	Adds       int64
+	MaxPending int
+
 	// ClassError is set when the queue's workers could not be given their
 	// class exactly (an unprivileged, niced process keeps its nice for the
 	// normal class); "" when they were.
@@ -97,6 +111,7 @@ func (q *Workqueue) Stats() QueueStats {
 		}
 	}
 	s.Pushed, s.Bounced = q.pushed.Load(), q.bounced.Load()
+	q.backlogStats(&s, pwqs)
 	all := make([]*pwqStats, 0, len(pwqs)+1)
 	all = append(all, &q.retired)
 	for _, pq := range pwqs {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/gowq/wq/internal/sched"
-	"log/slog"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -109,7 +108,7 @@ func rtHogCheck(th time.Duration) {
 				Workers: fmt.Sprintf("  %s (tid %d): %s, running for %v\n", h.wk.name, h.tid, h.fn, h.ran.Round(time.Millisecond)),
 				RTHog:   true,
 			}
-			slog.Error(rep.Message, "pool", rep.Pool)
+			plog().Error(rep.Message, "pool", rep.Pool)
 			if hk := wdog.hook.Load(); hk != nil {
 				callContained("lockup hook", func() { (*hk)(rep) })
 			}
@@ -200,7 +199,7 @@ func watchdogCheck(th time.Duration) {
 		}
 		it.st.reported = true
 		rep := p.lockupReport(stuck, pending)
-		slog.Error(rep.Message, "pending", rep.Pending, "workers", rep.Workers)
+		plog().Error(rep.Message, "pool", rep.Pool, "pending", rep.Pending, "workers", rep.Workers)
 		if h := wdog.hook.Load(); h != nil {
 			callContained("lockup hook", func() { (*h)(rep) })
 		}

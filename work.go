@@ -55,6 +55,12 @@ type Work struct {
 	knode   ilist.Node[Work] // guarded by kst.sh.mu: link in the key's chain
 	kseq    uint64           // guarded by kst.sh.mu: the chained instance's seq
 
+	// pendQ is the queue with MaxPending whose bound counts the pending
+	// instance (backpressure.go), nil otherwise. Owned by whoever owns
+	// PENDING: set by admit, cleared by unpend when the instance starts,
+	// is unlinked or is released.
+	pendQ *Workqueue
+
 	// List links. guarded by the pool lock of the list's pool. The list
 	// it is on (node.List()): pool.worklist, pwq.inactive or a worker's
 	// scheduled list.
@@ -276,8 +282,12 @@ func (w *Work) grabFromPwq(pq *pwq) (ok bool) {
 		return false
 	}
 	owned = true
+	bounded := pq.wq.bp.max > 0
 	scan := pq.unlink(w)
 	p.mu.Unlock()
+	if bounded {
+		pq.wq.wakeRoom()
+	}
 	if scan {
 		pq.lim.scan(pq)
 	}
@@ -320,8 +330,12 @@ func (w *Work) markCancelled() {
 	}
 }
 
-// release clears PENDING after a grab.
-func (w *Work) release() { w.state.And(^uint64(stPending)) }
+// release clears PENDING after a grab or a refusal; an instance still
+// counted by its queue's MaxPending leaves the count.
+func (w *Work) release() {
+	w.unpendWake()
+	w.state.And(^uint64(stPending))
+}
 
 // hold turns the PENDING that the caller owns into CANCELING, in one step:
 // the item is then idle (cancelled) but refuses every queue attempt until

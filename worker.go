@@ -466,6 +466,7 @@ func (wk *worker) processOne(w *Work) bool {
 	}
 	pq := w.pwq.Load()
 	w.pwq.Store(nil)
+	freed := w.unpend() // MaxPending: the instance leaves the bound as it starts
 	now := nanotime()
 	wk.current, wk.currentPwq, wk.currentAt = w, pq, now
 	wk.gen++
@@ -507,6 +508,9 @@ func (wk *worker) processOne(w *Work) bool {
 	wk.stage = stageDequeued
 	wk.starting = w
 	p.mu.Unlock()
+	if freed != nil {
+		freed.wakeRoom() // after the unlock: wakes QueueContext waiters
+	}
 
 	wk.runItem(w, fn, pq)
 
@@ -585,7 +589,7 @@ func (wk *worker) runItem(w *Work, fn func(), pq *pwq) {
 		// queue items (which must not be pushed for this worker while it
 		// waits), so the worker is still in fn and not a scanner here.
 		pq.stats.panics.Add(1)
-		pi := PanicInfo{Workqueue: pq.wq.name, Func: w.Func(), Value: r, Stack: stack, Worker: wk.name}
+		pi := PanicInfo{Workqueue: pq.wq.name, Func: w.Func(), Value: r, Stack: stack, Worker: wk.name, Work: w}
 		pq.wq.reportPanic(pi)
 	}
 	wk.inFn.Store(false)
@@ -713,6 +717,7 @@ func (wk *worker) finishCurrent() {
 		pq.stats.started.Add(-1) // counted at dequeue; it starts again later
 		w.runner.CompareAndSwap(wk, nil)
 		w.pwq.Store(pq)
+		_ = pq.wq.admit(w, true) // pending again: back in its MaxPending bound
 		p.worklist.pushFront(w)
 		wk.stage = stageNone
 		p.busy.Add(-1)

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gowq/wq/internal/report"
 	"github.com/gowq/wq/internal/sched"
 	"github.com/gowq/wq/internal/topology"
 	"github.com/gowq/wq/wqtrace"
@@ -47,6 +48,8 @@ type Workqueue struct {
 	fellBack       bool                           // immutable after Alloc: got a lower class than asked
 	fallbackReason string                         // immutable after Alloc: why fellBack (the first blocker)
 	panicHandler   func(PanicInfo)                // immutable after Alloc: WithPanicHandler, nil for the process-wide one
+	bp             backpressure                   // MaxPending and QueueContext's waiters (backpressure.go)
+	logger         *slog.Logger                   // immutable after Alloc: WithLogger, nil for the process-wide one
 	errorHandler   func(op, fn string, err error) // immutable after Alloc: WithErrorHandler, nil for the process-wide one
 
 	// Lock-free queue calls (incoming.go) and, of them, those bounced back
@@ -73,6 +76,7 @@ type Workqueue struct {
 	// per drain: a producer that keeps queueing would report thousands).
 	drainReported atomic.Bool
 	destroyMu     sync.Mutex
+	destroyDone   chan struct{} // guarded by destroyMu: closed when the destroy that began has finished (shutdown.go)
 
 	flushMu        sync.Mutex    // serialises flushers
 	flushLeft      atomic.Int32  // pwqs the current flush still waits for
@@ -163,14 +167,18 @@ func alloc(name string, flags Flags, maxActive int, opts []Option) (*Workqueue, 
 	if flags&PowerEfficient != 0 && powerEfficient.Load() && flags&PerCPU == 0 {
 		flags |= Unbound
 	}
+	if o.maxPending < 0 {
+		return nil, fmt.Errorf("alloc_workqueue(%q): %w: MaxPending(%d): must not be negative", name, ErrInvalidArgument, o.maxPending)
+	}
 	q := &Workqueue{name: name, flags: flags, unbound: flags&Unbound != 0, ordered: flags&flagOrdered != 0,
-		panicHandler: o.panicHandler, errorHandler: o.errorHandler, threads: o.threads}
+		panicHandler: o.panicHandler, errorHandler: o.errorHandler, threads: o.threads, logger: o.logger}
+	q.bp.max = int64(o.maxPending)
 	if maxActive == 0 {
 		maxActive = DefaultMaxActive
 	}
 	if maxActive < 1 || maxActive > MaxActive {
 		c := min(max(maxActive, 1), MaxActive)
-		slog.Warn("workqueue: max_active out of range, clamped", "workqueue", name, "requested", maxActive, "range", "[1, 2048]", "clamped", c)
+		report.Logger(o.logger).Warn("workqueue: max_active out of range, clamped", "workqueue", name, "requested", maxActive, "range", "[1, 2048]", "clamped", c)
 		maxActive = c
 	}
 	q.maxActive.Store(int32(maxActive))
@@ -195,7 +203,7 @@ func alloc(name string, flags Flags, maxActive int, opts []Option) (*Workqueue, 
 			got = PolicyHighPri
 			q.flags |= HighPri
 		}
-		slog.Warn("workqueue: worker class not permitted, falling back", "workqueue", name, "asked", pol.String(), "got", got.String(), "reason", reason)
+		report.Logger(o.logger).Warn("workqueue: worker class not permitted, falling back", "workqueue", name, "asked", pol.String(), "got", got.String(), "reason", reason)
 		pol = got
 		q.fellBack = true
 		q.fallbackReason = reason
@@ -248,6 +256,8 @@ type options struct {
 	escapeAfter  time.Duration
 	escapeSet    bool
 	threads      bool // Threads: thread workers even where goroutines would do
+	maxPending   int
+	logger       *slog.Logger
 }
 
 // AllowRTFallback makes Alloc of an RT queue fall back to the HighPri class
@@ -615,6 +625,11 @@ func (q *Workqueue) queuePendedErr(reqCPU int, w *Work, fromTimer bool, plug *wa
 		}
 		return ErrDraining
 	}
+	if err := q.admit(w, fromTimer); err != nil { // MaxPending (backpressure.go)
+		w.markCancelled()
+		w.release()
+		return err
+	}
 	traced := false
 	for {
 		pq, cpu := q.pickPwq(reqCPU, w)
@@ -835,6 +850,11 @@ func (q *Workqueue) modDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bool
 		dw.release()
 		return was
 	}
+	if was && d <= 0 {
+		// A pending instance queued again at once is not a new one:
+		// MaxPending does not refuse it.
+		_ = q.admit(&dw.Work, true)
+	}
 	dw.arm(q, cpu, d)
 	return was
 }
@@ -936,7 +956,15 @@ func (q *Workqueue) inFlight() int {
 // drain_workqueue().
 func (q *Workqueue) Drain() { _ = q.DrainContext(context.Background()) }
 
-// DrainContext is Drain bounded by ctx.
+// DrainContext is Drain bounded by ctx: nil once the queue is empty,
+// ErrDeadlock from one of q's own items, and ctx.Err() when ctx ends
+// first. In that case the drain goes on in the background (on a goroutine
+// of its own) and the queue stays in draining mode until it completes:
+// meanwhile queue calls from outside q's own items keep returning false
+// with ErrDraining (reported once per drain), exactly as during the wait.
+// A later Drain, DrainContext or Destroy waits for the queue to be empty
+// as usual. So a deadline bounds the caller's wait, never what the queue
+// accepts.
 func (q *Workqueue) DrainContext(ctx context.Context) error {
 	if q.isChained() {
 		q.reportError("drain_workqueue", q.name, ErrDeadlock)
@@ -944,8 +972,15 @@ func (q *Workqueue) DrainContext(ctx context.Context) error {
 	}
 	q.drainReported.Store(false)
 	q.draining.Add(1)
-	defer q.draining.Add(-1)
-	return q.drainLoop(ctx)
+	q.wakeRoom() // QueueContext waiters see ErrDraining
+	if err := q.drainLoop(ctx); err != nil {
+		// The queue keeps refusing until the drain completes: one that
+		// gave up would accept work it never drained (drainOn).
+		go q.drainOn()
+		return err
+	}
+	q.draining.Add(-1)
+	return nil
 }
 
 // reportDraining reports a queue attempt refused because the queue
@@ -984,23 +1019,14 @@ func (q *Workqueue) drainLoop(ctx context.Context) error {
 // ErrDraining. Calling Destroy from one of the queue's own items would
 // deadlock: it reports ErrDeadlock and returns without destroying. A second
 // Destroy waits for the first. It blocks until the queue is drained.
-// Mirrors destroy_workqueue().
-func (q *Workqueue) Destroy() {
-	if q.isChained() {
-		q.reportError("destroy_workqueue", q.name, ErrDeadlock)
-		return
-	}
-	q.destroyMu.Lock()
-	defer q.destroyMu.Unlock()
-	if q.destroyed.Load() {
-		return
-	}
-	q.mu.Lock()
-	q.destroying = true // no attribute change installs pwqs from now on
-	q.mu.Unlock()
-	q.dying.Store(true)
-	q.drainReported.Store(false)
-	q.draining.Add(1) // never dropped: the queue refuses new work from now on
+// See DestroyContext to bound the wait. Mirrors destroy_workqueue().
+func (q *Workqueue) Destroy() { _ = q.DestroyContext(context.Background()) }
+
+// destroyRest is Destroy after destroyBegin (shutdown.go): it cancels the
+// armed items, drains the queue and releases its pools. It runs once, on
+// the first destroyer's goroutine (DestroyContext with a deadline: on a
+// goroutine of its own).
+func (q *Workqueue) destroyRest() {
 	cancelled := q.closeTimers()
 	for {
 		_ = q.drainLoop(context.Background())
@@ -1013,6 +1039,7 @@ func (q *Workqueue) Destroy() {
 		}
 	}
 	q.destroyed.Store(true)
+	q.wakeRoom() // QueueContext waiters see ErrDestroyed
 	unregisterQueue(q)
 	if q.rescuer != nil {
 		q.rescuer.stop()

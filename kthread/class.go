@@ -3,10 +3,10 @@ package kthread
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"sync/atomic"
 
+	"github.com/gowq/wq/internal/report"
 	"github.com/gowq/wq/internal/sched"
 )
 
@@ -106,7 +106,7 @@ func reportDefaultClass(name string, err error) {
 	}
 	me := whoAmI()
 	deliver(me, "log/slog", true, func() {
-		slog.Warn("kthread: workers keep the nice they inherit (reported once)", "worker", name, "err", err)
+		report.Logger(nil).Warn("kthread: workers keep the nice they inherit (reported once)", "worker", name, "err", err)
 	})
 	if h := handlers.Error(nil); h != nil {
 		deliver(me, "error handler", true, func() { h("kthread_create_worker", name, err) })

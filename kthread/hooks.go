@@ -3,7 +3,6 @@ package kthread
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 
 	"github.com/gowq/wq/internal/report"
@@ -92,7 +91,7 @@ func reportPanic(pi PanicInfo) {
 		return
 	}
 	deliver(me, "log/slog", false, func() {
-		slog.Error("kthread: work function panicked", "worker", pi.Worker,
+		report.Logger(nil).Error("kthread: work function panicked", "worker", pi.Worker,
 			"function", pi.Func, "panic", fmt.Sprint(pi.Value), "stack", string(pi.Stack))
 	})
 }
@@ -125,7 +124,7 @@ func reportError(op, fn string, err error) {
 		deliver(me, "error handler", true, func() { h(op, fn, err) })
 		return
 	}
-	deliver(me, "log/slog", true, func() { slog.Warn("kthread: "+op+" failed", "function", fn, "err", err) })
+	deliver(me, "log/slog", true, func() { report.Logger(nil).Warn("kthread: "+op+" failed", "function", fn, "err", err) })
 }
 
 // deliver runs fn, a user callback, on a new goroutine and waits for it.

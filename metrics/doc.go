@@ -32,6 +32,10 @@
 //	gowq_workqueue_queue_duration_seconds         histogram: queue_work to execute_start
 //	gowq_workqueue_work_duration_seconds          histogram: execute_start to execute_end
 //	gowq_workqueue_p_wait_seconds                 histogram: a woken worker thread's wait for a Go P (QueueStats.PWait)
+//	gowq_workqueue_depth                          gauge: items waiting, not started (wq.QueueStats.Pending)
+//	gowq_workqueue_adds_total                     counter: items queued (wq.QueueStats.Adds)
+//	gowq_workqueue_unfinished_work_seconds        gauge: sum of the running items' time so far
+//	gowq_workqueue_longest_running_processor_seconds gauge: the oldest running item's time so far
 //
 // cpu_seconds_total stays 0 for a goroutine-backed queue (wq.Workqueue.
 // GoroutineBacked: no per-goroutine CPU clock), and p_wait_seconds stays
@@ -40,8 +44,16 @@
 // A counter that wq_monitor.py prints as "-" for a queue (CPUitsv and CMW
 // for unbound queues, RPR for per-CPU ones, mayday and rescued without
 // MemReclaim) is not exported for that queue, rather than exported as a
-// misleading 0. The two histogram names follow client-go's workqueue
-// metrics. Queues that share a name are merged into one series (their
+// misleading 0. The two histogram names, depth, adds_total,
+// unfinished_work_seconds and longest_running_processor_seconds follow
+// client-go's workqueue metrics, with their meaning: depth counts the
+// items queued and not started (keyed items waiting in their key's chain
+// included, armed delayed items not), an add is an item queued (a queue
+// call for an item already pending is not one), unfinished work is the
+// sum of how long each running item has run, and the longest running
+// processor is the oldest running item (items run by a rescuer or an
+// escaper are not in these two). The two running-time gauges take each of
+// the queue's pool locks briefly (wq.Workqueue.Running). Queues that share a name are merged into one series (their
 // counters summed, their histograms merged), since Prometheus cannot hold
 // two series with equal labels.
 //

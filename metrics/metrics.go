@@ -72,6 +72,9 @@ type Collector struct {
 	queueDuration, workDuration                        *prometheus.Desc
 	pwaitDuration                                      *prometheus.Desc
 	poolWorkers, poolIdle, poolPending, poolMaxRunning *prometheus.Desc
+
+	// client-go's workqueue metrics (backlog.go).
+	depth, adds, unfinished, longest *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -134,6 +137,7 @@ func NewCollector(opts Options) (*Collector, error) {
 	c.poolIdle = p("idle_workers", "Idle worker threads of the pool.")
 	c.poolPending = p("pending_items", "Work items on the pool's worklist, waiting for a worker.")
 	c.poolMaxRunning = p("max_running_seconds", "Longest time the item a worker of the pool currently executes has been running; 0 when all are idle.")
+	c.backlogDescs(q)
 	return c, nil
 }
 
@@ -157,7 +161,8 @@ func validName(s string) bool {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.info, c.maxActive, c.started, c.completed, c.inFlight, c.cpuSeconds,
 		c.cpuIntensive, c.cmWakeups, c.repatriations, c.mayday, c.rescued, c.panics, c.escapes,
-		c.queueDuration, c.workDuration, c.pwaitDuration, c.poolWorkers, c.poolIdle, c.poolPending, c.poolMaxRunning} {
+		c.queueDuration, c.workDuration, c.pwaitDuration, c.poolWorkers, c.poolIdle, c.poolPending, c.poolMaxRunning,
+		c.depth, c.adds, c.unfinished, c.longest} {
 		ch <- d
 	}
 }
@@ -172,6 +177,7 @@ type queueSample struct {
 	memReclaim bool
 	maxActive  int
 	st         wq.QueueStats
+	run        wq.RunningStats
 }
 
 // queueType returns "ordered", "unbound" or "percpu", the TYPE column of
@@ -186,14 +192,16 @@ func (c *Collector) sampleQueues() []*queueSample {
 			continue
 		}
 		st := q.Stats()
+		run := q.Running()
 		if s := byName[q.Name()]; s != nil {
 			s.st = mergeStats(s.st, st)
+			s.run = mergeRunning(s.run, run)
 			s.maxActive += q.MaxActive()
 			continue
 		}
 		f := q.Flags()
 		s := &queueSample{name: q.Name(), typ: queueType(q), policy: st.Policy.String(), flags: f.String(),
-			unbound: f&wq.Unbound != 0, memReclaim: f&wq.MemReclaim != 0, maxActive: q.MaxActive(), st: st}
+			unbound: f&wq.Unbound != 0, memReclaim: f&wq.MemReclaim != 0, maxActive: q.MaxActive(), st: st, run: run}
 		byName[s.name] = s
 		out = append(out, s)
 	}
@@ -212,6 +220,8 @@ func mergeStats(a, b wq.QueueStats) wq.QueueStats {
 	a.ESC += b.ESC
 	a.EscapeAfter = max(a.EscapeAfter, b.EscapeAfter)
 	a.Panics += b.Panics
+	a.Pending += b.Pending
+	a.Adds += b.Adds
 	a.Latency = mergeHist(a.Latency, b.Latency)
 	a.Exec = mergeHist(a.Exec, b.Exec)
 	a.PWait = mergeHist(a.PWait, b.PWait)
@@ -278,6 +288,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- c.histogram(c.queueDuration, st.Latency, n)
 		ch <- c.histogram(c.workDuration, st.Exec, n)
 		ch <- c.histogram(c.pwaitDuration, st.PWait, n)
+		c.collectBacklog(gauge, counter, s)
 	}
 	for _, p := range wq.Pools() {
 		cpu := ""

@@ -1,0 +1,89 @@
+package wq_test
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gowq/wq"
+)
+
+func newBufLogger() (*slog.Logger, *syncBuf) {
+	b := &syncBuf{}
+	return slog.New(slog.NewTextHandler(b, nil)), b
+}
+
+// TestWithLoggerGetsQueueMessages: a queue's own logger receives the
+// default error and panic reports and Alloc's warnings about it, with the
+// queue's name; the process-wide logger does not.
+func TestWithLoggerGetsQueueMessages(t *testing.T) {
+	// Catches messages that still go to slog.Default() or lack the
+	// workqueue attribute.
+	own, ownBuf := newBufLogger()
+	proc, procBuf := newBufLogger()
+	wq.SetLogger(proc)
+	defer wq.SetLogger(nil)
+	q, err := wq.Alloc("lg-own", wq.Unbound, 5000, wq.WithLogger(own)) // clamped: a warning
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Destroy()
+	q.Queue(nil) // ErrNoFunc through the default error handler
+	q.Queue(wq.NewWork(func() { panic("lg-boom") }))
+	q.Flush()
+	out := ownBuf.String()
+	for _, want := range []string{"max_active out of range", "has no function", "lg-boom", "workqueue=lg-own"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("queue logger output lacks %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, "workqueue=lg-own"); n < 3 {
+		t.Errorf("%d messages carry workqueue=lg-own, want 3:\n%s", n, out)
+	}
+	if strings.Contains(procBuf.String(), "lg-own") {
+		t.Errorf("queue messages reached the process-wide logger:\n%s", procBuf.String())
+	}
+}
+
+// TestSetLoggerGetsProcessMessages: without WithLogger, queue messages and
+// item-only messages go to SetLogger's logger; nil restores the default.
+func TestSetLoggerGetsProcessMessages(t *testing.T) {
+	// Catches a SetLogger that is ignored by some path.
+	proc, procBuf := newBufLogger()
+	wq.SetLogger(proc)
+	defer wq.SetLogger(nil)
+	q := mustAlloc(t, "lg-proc", wq.Unbound, 1)
+	q.Queue(nil)
+	var self *wq.Work
+	self = wq.NewWork(func() { self.Flush() }) // ErrDeadlock, an item-only report
+	q.Queue(self)
+	q.Flush()
+	out := procBuf.String()
+	for _, want := range []string{"workqueue=lg-proc", "has no function", "flush_work", "deadlock"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("process logger output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestPanicInfoWork: the panic handler learns which item panicked.
+func TestPanicInfoWork(t *testing.T) {
+	// Catches a PanicInfo without the item.
+	got := make(chan *wq.Work, 1)
+	q, err := wq.Alloc("lg-panic", wq.Unbound, 1, wq.WithPanicHandler(func(pi wq.PanicInfo) { got <- pi.Work }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Destroy()
+	w := wq.NewWork(func() { panic("x") })
+	q.Queue(w)
+	select {
+	case pw := <-got:
+		if pw != w {
+			t.Fatalf("PanicInfo.Work = %p, want %p", pw, w)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("panic handler not called")
+	}
+}

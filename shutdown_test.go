@@ -1,0 +1,363 @@
+package wq_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gowq/wq"
+)
+
+// TestDestroyContextDeadlineKeepsRefusing: DestroyContext returns at its
+// deadline, the queue keeps refusing and drains alone, and a later Destroy
+// waits for that drain.
+func TestDestroyContextDeadlineKeepsRefusing(t *testing.T) {
+	// Catches a DestroyContext that stops the drain at the deadline, a
+	// queue that accepts work again after it, or a second Destroy that
+	// does not wait.
+	errs := captureErrors(t)
+	q, err := wq.Alloc("sd-deadline", wq.Unbound, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBlocker()
+	defer b.free()
+	q.Queue(b.w)
+	b.waitStarted(t)
+	var ran atomic.Int64
+	queued := wq.NewWork(func() { ran.Add(1) })
+	q.Queue(queued) // inactive behind the blocker: the drain must run it
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if err := q.DestroyContext(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("DestroyContext with a running item = %v, want DeadlineExceeded", err)
+	}
+	late := wq.NewWork(func() { ran.Add(100) })
+	if q.Queue(late) || late.Pending() {
+		t.Fatal("Queue accepted after DestroyContext's deadline")
+	}
+	if errs.count(wq.ErrDraining) == 0 {
+		t.Error("refusal during the background drain not reported as ErrDraining")
+	}
+	if q.QueueDelayed(wq.NewDelayedWork(func() {}), time.Hour) {
+		t.Error("QueueDelayed accepted after DestroyContext began")
+	}
+	// Already done: returns at once, the destroy still pending.
+	dead, c2 := context.WithCancel(context.Background())
+	c2()
+	if err := q.DestroyContext(dead); !errors.Is(err, context.Canceled) {
+		t.Fatalf("DestroyContext(cancelled) during the drain = %v", err)
+	}
+	destroyed := make(chan struct{})
+	go func() { q.Destroy(); close(destroyed) }()
+	select {
+	case <-destroyed:
+		t.Fatal("Destroy returned while the first destroy still drains")
+	case <-time.After(20 * time.Millisecond):
+	}
+	b.free()
+	select {
+	case <-destroyed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Destroy did not return after the drain")
+	}
+	if ran.Load() != 1 {
+		t.Fatalf("ran = %d, want 1 (the queued item, not the refused one)", ran.Load())
+	}
+	if err := q.DestroyContext(context.Background()); err != nil {
+		t.Fatalf("DestroyContext on a destroyed queue = %v", err)
+	}
+	if err := q.DestroyContext(dead); err != nil {
+		t.Fatalf("DestroyContext(cancelled ctx) on a destroyed queue = %v, want nil", err)
+	}
+}
+
+// TestDestroyContextRacingQueue: many goroutines queue while the queue is
+// destroyed; every accepted item runs, none after Destroy returns.
+func TestDestroyContextRacingQueue(t *testing.T) {
+	// Catches an item accepted during the destroy and then dropped, or run
+	// after DestroyContext returned nil.
+	wq.SetErrorHandler(func(string, string, error) {})
+	defer wq.SetErrorHandler(nil)
+	for round := range 5 {
+		q, err := wq.Alloc("sd-race", wq.Unbound, 4, wq.MaxPending(64))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var accepted, ran atomic.Int64
+		var after atomic.Bool
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		for range 6 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					w := wq.NewWork(func() {
+						if after.Load() {
+							t.Error("an item ran after DestroyContext returned nil")
+						}
+						ran.Add(1)
+					})
+					if q.Queue(w) {
+						accepted.Add(1)
+					}
+					ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+					if q.QueueContext(ctx, wq.NewWork(func() { ran.Add(1) })) == nil {
+						accepted.Add(1)
+					}
+					cancel()
+				}
+			}()
+		}
+		time.Sleep(time.Duration(round+1) * time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err = q.DestroyContext(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("DestroyContext = %v", err)
+		}
+		after.Store(true)
+		close(stop)
+		wg.Wait()
+		if a, r := accepted.Load(), ran.Load(); a != r {
+			t.Fatalf("round %d: accepted %d items, ran %d", round, a, r)
+		}
+		if s := q.Stats(); s.Pending != 0 || q.PendingCount() != 0 {
+			t.Fatalf("after destroy Pending %d, count %d", s.Pending, q.PendingCount())
+		}
+	}
+}
+
+// TestDrainContextDeadlineKeepsDraining: after DrainContext's deadline the
+// queue does not silently accept work again; it accepts once the drain
+// has completed in the background.
+func TestDrainContextDeadlineKeepsDraining(t *testing.T) {
+	// Catches the old behaviour: draining mode dropped at the deadline.
+	errs := captureErrors(t)
+	q := mustAlloc(t, "sd-drain", wq.Unbound, 1)
+	b := newBlocker()
+	defer b.free()
+	q.Queue(b.w)
+	b.waitStarted(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if err := q.DrainContext(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("DrainContext = %v, want DeadlineExceeded", err)
+	}
+	w := wq.NewWork(func() {})
+	if q.Queue(w) {
+		t.Fatal("Queue accepted after DrainContext's deadline, drain not complete")
+	}
+	if errs.count(wq.ErrDraining) != 1 {
+		t.Errorf("ErrDraining reported %d times, want 1", errs.count(wq.ErrDraining))
+	}
+	if err := q.QueueContext(context.Background(), w); !errors.Is(err, wq.ErrDraining) {
+		t.Fatalf("QueueContext during the background drain = %v, want ErrDraining", err)
+	}
+	b.free()
+	waitFor(t, "the background drain to end", func() bool { return q.Queue(w) })
+	q.Flush()
+}
+
+// TestCancelPendingCancelsWaitingItems covers lists, inactive items,
+// chains and armed timers, and leaves the running item alone.
+func TestCancelPendingCancelsWaitingItems(t *testing.T) {
+	// Catches a kind of waiting item left queued, a running item disturbed,
+	// or a wrong count.
+	q := allocBounded(t, "sd-cancel", wq.Unbound, 2, 100)
+	b1, b2 := newBlocker(), newBlocker()
+	defer b1.free()
+	defer b2.free()
+	q.QueueKeyed(7, b1.w)
+	b1.waitStarted(t)
+	q.Queue(b2.w)
+	b2.waitStarted(t)
+	var ran atomic.Int64
+	fn := func() { ran.Add(1) }
+	for range 5 {
+		q.Queue(wq.NewWork(fn)) // inactive: max_active 2 is taken
+	}
+	for range 4 {
+		q.QueueKeyed(7, wq.NewWork(fn)) // chained behind b1
+	}
+	var dws []*wq.DelayedWork
+	for range 3 {
+		dw := wq.NewDelayedWork(fn)
+		q.QueueDelayed(dw, time.Hour)
+		dws = append(dws, dw)
+	}
+	if s := q.Stats(); s.Pending != 9 {
+		t.Fatalf("Stats.Pending = %d, want 9", s.Pending)
+	}
+	if n := q.CancelPending(); n != 12 {
+		t.Fatalf("CancelPending = %d, want 12", n)
+	}
+	for _, dw := range dws {
+		if dw.Pending() {
+			t.Fatal("armed item still pending")
+		}
+	}
+	if s := q.Stats(); s.Pending != 0 || q.PendingCount() != 0 {
+		t.Errorf("after CancelPending: Pending %d, count %d", s.Pending, q.PendingCount())
+	}
+	if b1.w.Busy()&wq.BusyRunning == 0 || b2.w.Busy()&wq.BusyRunning == 0 {
+		t.Error("a running item was disturbed")
+	}
+	b1.free()
+	b2.free()
+	q.Flush()
+	if ran.Load() != 0 {
+		t.Errorf("%d cancelled items ran", ran.Load())
+	}
+	// The queue and the key go on.
+	q.QueueKeyed(7, wq.NewWork(fn))
+	q.Flush()
+	if ran.Load() != 1 {
+		t.Error("the queue did not accept work after CancelPending")
+	}
+	if q.CancelPending() != 0 {
+		t.Error("CancelPending of an idle queue != 0")
+	}
+}
+
+// TestCancelPendingRacingQueueKeyed: every item is either cancelled or
+// run, exactly once, and the keys do not stall.
+func TestCancelPendingRacingQueueKeyed(t *testing.T) {
+	// Catches a chain left stalled, an item both run and counted as
+	// cancelled, or a lost item.
+	q := mustAlloc(t, "sd-cancel-keyed", wq.Unbound, 2)
+	var ran, queued, cancelled atomic.Int64
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 3000; i++ {
+				if q.QueueKeyed(uint64(g*4+i%4), wq.NewWork(func() { ran.Add(1) })) {
+					queued.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range 50 {
+			cancelled.Add(int64(q.CancelPending()))
+			time.Sleep(100 * time.Microsecond)
+		}
+	}()
+	wg.Wait()
+	done := make(chan struct{})
+	go func() { q.Flush(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("Flush hung: a key's chain stalled after CancelPending")
+	}
+	if r, c, n := ran.Load(), cancelled.Load(), queued.Load(); r+c != n {
+		t.Fatalf("ran %d + cancelled %d != queued %d", r, c, n)
+	}
+	if s := q.Stats(); s.Pending != 0 {
+		t.Errorf("Pending = %d after Flush", s.Pending)
+	}
+	if keys, _ := q.KeyStates(); keys != 0 {
+		t.Errorf("%d keys still in flight", keys)
+	}
+}
+
+func TestCancelSyncContext(t *testing.T) {
+	// Catches a CancelSyncContext that does not wait, waits past its ctx,
+	// or does not cancel the pending instance when ctx ends.
+	q := mustAlloc(t, "sd-csc", wq.Unbound, 2)
+	b := newBlocker()
+	defer b.free()
+	q.Queue(b.w)
+	b.waitStarted(t)
+	q.Queue(b.w) // pending again behind its running instance
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	was, err := b.w.CancelSyncContext(ctx)
+	if !was || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("CancelSyncContext = %v, %v; want true, DeadlineExceeded", was, err)
+	}
+	if b.w.Pending() {
+		t.Fatal("pending instance not cancelled when ctx ended")
+	}
+	if !q.Queue(b.w) {
+		t.Fatal("item still held after CancelSyncContext returned")
+	}
+	done := make(chan [2]any, 1)
+	go func() {
+		was, err := b.w.CancelSyncContext(context.Background())
+		done <- [2]any{was, err}
+	}()
+	select {
+	case <-done:
+		t.Fatal("CancelSyncContext returned while the item runs")
+	case <-time.After(20 * time.Millisecond):
+	}
+	b.free()
+	r := <-done
+	if r[0] != true || r[1] != nil {
+		t.Fatalf("CancelSyncContext = %v, %v; want true, nil", r[0], r[1])
+	}
+	if b.w.Busy() != 0 {
+		t.Fatal("item busy after CancelSyncContext returned nil")
+	}
+	if was, err := b.w.CancelSyncContext(context.Background()); was || err != nil {
+		t.Fatalf("CancelSyncContext of an idle item = %v, %v", was, err)
+	}
+	// From inside the item: ErrDeadlock, no wait.
+	errs := captureErrors(t)
+	got := make(chan error, 1)
+	var self *wq.Work
+	self = wq.NewWork(func() { _, err := self.CancelSyncContext(context.Background()); got <- err })
+	q.Queue(self)
+	if err := <-got; !errors.Is(err, wq.ErrDeadlock) {
+		t.Fatalf("CancelSyncContext from the item itself = %v", err)
+	}
+	q.Flush()
+	if errs.count(wq.ErrDeadlock) != 1 {
+		t.Error("ErrDeadlock not reported")
+	}
+}
+
+// TestDestroyContextCancelledCtxBeginsDestroy: a ctx already done still
+// begins the destroy (the queue refuses at once) and returns ctx.Err().
+func TestDestroyContextCancelledCtxBeginsDestroy(t *testing.T) {
+	// Catches a DestroyContext that returns early without beginning, so
+	// the queue would still accept work.
+	wq.SetErrorHandler(func(string, string, error) {})
+	defer wq.SetErrorHandler(nil)
+	q, err := wq.Alloc("sd-cancelled", wq.Unbound, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBlocker()
+	defer b.free()
+	q.Queue(b.w)
+	b.waitStarted(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := q.DestroyContext(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("DestroyContext(cancelled) with a running item = %v, want Canceled", err)
+	}
+	if q.Queue(wq.NewWork(func() {})) {
+		t.Fatal("Queue accepted after DestroyContext(cancelled)")
+	}
+	b.free()
+	q.Destroy()
+	if q.Queue(wq.NewWork(func() {})) {
+		t.Fatal("Queue accepted after Destroy")
+	}
+}
