@@ -387,19 +387,17 @@ var createWorkerHook atomic.Pointer[func() error]
 
 // createWorker adds an idle worker with a token, so it starts serving as
 // soon as its thread is set up; it does not wait for the thread. On failure
-// (a thread limit, or the test hook) it records the error and arms the
+// (the thread gate's refusal near a thread limit, or the test hook) it records the error and arms the
 // mayday timer. Called with mu held. Mirrors create_worker.
 func (p *pool) createWorker() bool {
 	if p.dead {
 		return false
 	}
-	err := checkThreadHeadroom()
-	if h := createWorkerHook.Load(); h != nil && err == nil {
-		err = (*h)()
-	}
-	if err != nil {
-		p.createFailed(err)
-		return false
+	if h := createWorkerHook.Load(); h != nil {
+		if err := (*h)(); err != nil {
+			p.createFailed(err)
+			return false
+		}
 	}
 	wk := &worker{pool: p, id: p.nextID, parkCPU: -1}
 	p.nextID++
@@ -415,7 +413,14 @@ func (p *pool) createWorker() bool {
 	p.idle = append(p.idle, wk)
 	wk.parker.Unpark()
 	p.exited.Add(1)
-	sched.GoLocked(wk.main)
+	if err := goLocked(wk.main); err != nil {
+		// The thread gate refused (a thread limit is near): undo the
+		// linking; the pool retries at the mayday cadence.
+		p.removeWorker(wk)
+		p.exited.Done()
+		p.createFailed(err)
+		return false
+	}
 	return true
 }
 

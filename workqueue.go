@@ -202,11 +202,17 @@ func alloc(name string, flags Flags, maxActive int, opts []Option) (*Workqueue, 
 		q.attrs.scope = topology.ScopeSystem
 		q.attrs.scopeDefault = false
 	}
-	if flags&MemReclaim != 0 {
-		q.rescuer = newRescuer(q)
-	}
 	if o.escapeSet && (o.escapeAfter < 0 || q.unbound) {
 		return nil, fmt.Errorf("alloc_workqueue(%q): %w: escape_after %v: only per-CPU queues, and not negative", name, ErrInvalidArgument, o.escapeAfter)
+	}
+	if flags&MemReclaim != 0 {
+		// The rescuer's thread starts now, as alloc_workqueue creates
+		// the rescuer: when workers cannot be created (a thread limit),
+		// the rescue needs no thread.
+		q.rescuer = newRescuer(q)
+		if err := q.rescuer.start(); err != nil {
+			return nil, fmt.Errorf("alloc_workqueue(%q): rescuer: %w", name, err)
+		}
 	}
 	q.mu.Lock()
 	q.installTable(currentTopology())

@@ -290,7 +290,7 @@ type queuer struct {
 func startQueuer(cpu int) (*queuer, error) {
 	q := &queuer{cpu: cpu, reqs: make(chan func())}
 	ready := make(chan struct{})
-	sched.GoLocked(func() {
+	err := sched.GoLocked(func() {
 		q.desc = fmt.Sprintf("pinned to cpu%d", cpu)
 		if err := sched.SetAffinity(0, []int{cpu}); err != nil {
 			q.desc = fmt.Sprintf("not pinned (%v)", err)
@@ -305,6 +305,9 @@ func startQueuer(cpu int) (*queuer, error) {
 			fn()
 		}
 	})
+	if err != nil {
+		return nil, err
+	}
 	<-ready
 	return q, nil
 }

@@ -415,7 +415,7 @@ type queuer struct {
 func startQueuer(cpu int, kind Queuer) (*queuer, error) {
 	q := &queuer{cpu: cpu, fifo: kind == QueuerFIFO, prio: wq.RTPriority(), reqs: make(chan func())}
 	ready := make(chan error, 1)
-	sched.GoLocked(func() {
+	err := sched.GoLocked(func() {
 		desc := fmt.Sprintf("pinned to cpu%d", cpu)
 		if err := sched.SetAffinity(0, []int{cpu}); err != nil {
 			desc = fmt.Sprintf("not pinned (%v)", err)
@@ -434,6 +434,9 @@ func startQueuer(cpu int, kind Queuer) (*queuer, error) {
 			fn()
 		}
 	})
+	if err != nil {
+		return nil, err
+	}
 	if err := <-ready; err != nil {
 		return nil, err
 	}
