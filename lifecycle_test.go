@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -195,4 +197,210 @@ func gateLimitChild(settle bool) {
 	mu.Unlock()
 	fmt.Printf("gate: refusals counted by the gate: %d; kthread: %v\n", sched.GateRefusals(), kerr)
 	fmt.Println("LIMIT-CHILD-OK")
+}
+
+// leftThread holds a worker thread that a work function's goroutine left:
+// unlockAndLeave, called from the work function, unlocks the goroutine
+// from its thread (sched.LockDepth-1 calls: the levels the worker holds
+// while a work function runs) and starts a goroutine that locks the old
+// thread and holds it until release, so that the work function goes on
+// on another thread and the old one stays alive to be read.
+type leftThread struct {
+	old     int
+	release chan struct{}
+	moved   bool
+}
+
+func (l *leftThread) unlockAndLeave() {
+	l.old = sched.Gettid()
+	for range sched.LockDepth - 1 {
+		runtime.UnlockOSThread()
+	}
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		rel := make(chan struct{})
+		got := make(chan int)
+		go func() {
+			runtime.LockOSThread()
+			got <- sched.Gettid()
+			<-rel
+			runtime.UnlockOSThread()
+		}()
+		if <-got == l.old && sched.Gettid() != l.old {
+			l.release, l.moved = rel, true
+			return
+		}
+		close(rel)
+	}
+	// The runtime kept running the holder elsewhere (an idle P's thread
+	// stole it): block until the goroutine wakes on another thread, and
+	// leave the old one to the runtime.
+	for range 1000 {
+		time.Sleep(time.Millisecond)
+		if sched.Gettid() != l.old {
+			l.moved = true
+			return
+		}
+	}
+}
+
+// lifecycleAttrs are a thread's attributes that must not leak with it.
+type lifecycleAttrs struct {
+	name   string
+	cpus   []int
+	policy sched.Policy
+	prio   int
+	nice   int
+}
+
+func (a lifecycleAttrs) String() string {
+	return fmt.Sprintf("%q cpus %v policy %v prio %d nice %d", a.name, a.cpus, a.policy, a.prio, a.nice)
+}
+
+func readLifecycleAttrs(tid int) (lifecycleAttrs, error) {
+	var a lifecycleAttrs
+	var err error
+	if a.name, err = sched.ThreadName(tid); err != nil {
+		return a, err
+	}
+	if a.cpus, err = sched.Affinity(tid); err != nil {
+		return a, err
+	}
+	at, err := sched.GetAttr(tid)
+	if err != nil {
+		return a, err
+	}
+	a.policy, a.prio, a.nice = at.Policy, at.Priority, at.Nice
+	return a, nil
+}
+
+// TestLeftThreadResetOnEveryExit: a work function unlocks its worker's
+// goroutine (sched.LockDepth-1 times), moves to another thread, then
+// returns, panics or calls runtime.Goexit. The thread it left, on a
+// per-CPU pool (named kworker/N:M, pinned to N), an RT pool (SCHED_FIFO),
+// a rescuer and an escaper, must get the process's name, affinity and
+// policy back, whichever thread the goroutine ends on. Catches an exit
+// path that resets only the thread the goroutine ends on (Goexit left
+// the old thread named, pinned and SCHED_FIFO in the Go runtime).
+func TestLeftThreadResetOnEveryExit(t *testing.T) {
+	defer wq.SetExitReportEvery(time.Nanosecond)()
+	captureErrors(t)
+	wq.SetPanicHandler(func(wq.PanicInfo) {})
+	t.Cleanup(func() { wq.SetPanicHandler(nil) })
+	cpus := wq.OnlineCPUs()
+	last := cpus[len(cpus)-1]
+	proc, err := readLifecycleAttrs(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fail atomic.Bool
+	wq.SetCreateWorkerHook(func() error {
+		if fail.Load() {
+			return errors.New("creation refused by the test")
+		}
+		return nil
+	})
+	t.Cleanup(func() { wq.SetCreateWorkerHook(nil) })
+
+	type kind struct {
+		name string
+		// run queues w so that it runs on the kind's thread and returns a
+		// cleanup; skip is a reason to skip the kind.
+		run func(t *testing.T, w *wq.Work) (cleanup func(), skip string)
+	}
+	kinds := []kind{
+		{"percpu", func(t *testing.T, w *wq.Work) (func(), string) {
+			q := mustAlloc(t, "lc-percpu", wq.PerCPU, 0)
+			q.QueueOn(last, w)
+			return func() {}, ""
+		}},
+		{"rt", func(t *testing.T, w *wq.Work) (func(), string) {
+			q, err := wq.Alloc("lc-rt", wq.Unbound|wq.RT, 0)
+			if err != nil {
+				return nil, fmt.Sprintf("no RT queue: %v", err)
+			}
+			t.Cleanup(q.Destroy)
+			q.Queue(w)
+			return func() {}, ""
+		}},
+		{"rescuer", func(t *testing.T, w *wq.Work) (func(), string) {
+			q := mustAlloc(t, "lc-rescuer", wq.PerCPU|wq.MemReclaim, 0)
+			fail.Store(true)
+			q.QueueOn(last, w)
+			return func() { fail.Store(false) }, ""
+		}},
+		{"escaper", func(t *testing.T, w *wq.Work) (func(), string) {
+			if len(cpus) < 2 {
+				return nil, "needs 2 CPUs"
+			}
+			q := allocEscape(t, "lc-escaper", wq.PerCPU, 0, time.Millisecond)
+			release := holdPool(t, q, cpus[0])
+			q.QueueOn(cpus[0], w)
+			return release, ""
+		}},
+	}
+	ends := []struct {
+		name string
+		end  func()
+	}{
+		{"return", func() {}},
+		{"panic", func() { panic("left its thread and panicked") }},
+		{"goexit", runtime.Goexit},
+	}
+	for _, k := range kinds {
+		for _, e := range ends {
+			t.Run(k.name+"/"+e.name, func(t *testing.T) {
+				var l leftThread
+				var attrs lifecycleAttrs
+				w := wq.NewWork(func() {
+					attrs, _ = readLifecycleAttrs(sched.Gettid())
+					l.unlockAndLeave()
+					if l.moved {
+						e.end()
+					}
+				})
+				cleanup, skip := k.run(t, w)
+				if skip != "" {
+					t.Skip(skip)
+				}
+				mustReturn(t, "Flush", func() { w.Flush() })
+				cleanup()
+				if !l.moved {
+					t.Fatal("could not make the work function leave its thread in 10 s")
+				}
+				if l.release != nil {
+					defer close(l.release)
+				}
+				// The thread's attributes while the item ran, so that the
+				// check below shows a change.
+				if attrs.name == proc.name && slices.Equal(attrs.cpus, proc.cpus) && attrs.policy == proc.policy {
+					t.Logf("the worker thread had the process's attributes (%v): the reset is not shown", attrs)
+				}
+				deadline := time.Now().Add(5 * time.Second)
+				for {
+					got, err := readLifecycleAttrs(l.old)
+					if l.release == nil && (err != nil || sched.Claimed(l.old)) {
+						// Not held by the test: the thread exited, or a
+						// new worker took it and gave it its own
+						// attributes. Neither is a leak.
+						break
+					}
+					if err != nil {
+						t.Fatalf("thread %d, held by the test, cannot be read: %v", l.old, err)
+					}
+					ok := got.name == proc.name && slices.Equal(got.cpus, proc.cpus) && got.policy == proc.policy && got.prio == proc.prio
+					if ok && sched.HasCapSysNice() && got.nice != proc.nice {
+						ok = false
+					}
+					if ok {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("thread %d, left by the work function, still has %v (it had %v while the item ran), want the process's %v", l.old, got, attrs, proc)
+					}
+					time.Sleep(time.Millisecond)
+				}
+			})
+		}
+	}
 }

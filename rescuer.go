@@ -154,17 +154,24 @@ func (r *rescuer) stop() {
 // takes the affinity and class of each pool it rescues.
 func (r *rescuer) main(wk *worker) {
 	defer r.threads.Done()
+	tid := sched.Gettid()
 	clean := false
 	defer func() {
 		if !clean {
 			if rec := recover(); rec != nil {
 				panic(rec) // a bug in gowq itself (user code is recovered)
 			}
+			// runtime.Goexit in a rescued item. The item may have unlocked
+			// the goroutine and moved it first: the rescuer's thread, with
+			// the rescued pool's affinity and class, is then the runtime's.
+			// Reset it (as a worker's main does) before a replacement
+			// starts, whichever thread the goroutine ends on.
+			_, _ = sched.ResetThreadIf(tid, wk.claim)
 			wk.exitAbnormal(fmt.Errorf("%w: rescuer %s: runtime.Goexit in a rescued item; the rescuer was restarted", ErrWorkerExit, wk.name))
 		}
 	}()
 	r.mu.Lock()
-	wk.setIdentity(sched.Gettid())
+	wk.setIdentity(tid)
 	r.mu.Unlock()
 	// A new thread (the first, or one that replaces a lost thread) has the
 	// process's affinity and class, not those cached by the thread before.
