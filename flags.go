@@ -114,6 +114,10 @@ var (
 	// flight (chained, queued or running) under another key or on another
 	// queue; the call returns false and the Work is left as it was.
 	ErrKeyConflict = errors.New("wq: work item is in flight under another key")
+	// ErrOtherQueue: the work item is running on a worker of another
+	// workqueue; queueing it on a second queue before that instance ends
+	// is refused (it would run concurrently with itself). Flush it first.
+	ErrOtherQueue = errors.New("wq: work item is running on another workqueue")
 	// ErrNoFunc: a Work without a function (not initialised with Init).
 	ErrNoFunc = errors.New("wq: work item has no function (call Init)")
 	// ErrInvalidCPU: a CPU number that does not exist on this machine.

@@ -154,6 +154,9 @@ func (q *Workqueue) QueueKeyed(key uint64, w *Work) bool {
 		}
 		return false
 	}
+	if q.refuseElsewhere(op, w) {
+		return false // one instance at a time (instances.go)
+	}
 	seq := seqOf(w.state.Load()) // stable: we own PENDING
 	sh := q.keyTable().shard(key)
 	var ks *keyState

@@ -584,6 +584,9 @@ func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, fromTimer bool) bool {
 		}
 		return false
 	}
+	if !fromTimer && q.refuseElsewhere("queue_work_on", w) {
+		return false // one instance at a time (instances.go)
+	}
 	traced := false
 	for {
 		pq, cpu := q.pickPwq(reqCPU, w)
@@ -786,6 +789,10 @@ func (q *Workqueue) modDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bool
 		q.reportDestroyed(&dw.Work)
 		return false
 	}
+	if dw.runsElsewhere(q) {
+		q.reportOtherQueue("mod_delayed_work_on", &dw.Work)
+		return false // one instance at a time (instances.go)
+	}
 	r := dw.grab()
 	switch r {
 	case grabHeld:
@@ -795,6 +802,9 @@ func (q *Workqueue) modDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bool
 		return false
 	}
 	was := r == grabPending
+	if !was && q.refuseElsewhere("mod_delayed_work_on", &dw.Work) {
+		return false // started on another queue since the check above
+	}
 	if was {
 		// The instance goes on, re-armed, outside every key (as grab
 		// does for a chained one): if it was its key's active instance,
