@@ -107,6 +107,9 @@ type pool struct {
 	// the CM monitor scans it (escape.go). Set under mu by activation,
 	// cleared by the monitor's scan under mu.
 	escWatch atomic.Bool
+	// escDeepAt is when escScan last looked past escScanMax (ns).
+	// guarded by mu.
+	escDeepAt int64
 }
 
 var poolRegistry struct {
