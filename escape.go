@@ -291,7 +291,10 @@ func (q *Workqueue) EscapeAfter() time.Duration { return time.Duration(q.escapeA
 // The change applies to items already queued. Errors (nothing changes):
 // ErrInvalidArgument for d < 0 or an unbound queue (unbound items already
 // run on any CPU of their pod), ErrDestroyed after Destroy. Never blocks
-// for long; no thread is created before the first escape.
+// for long; no thread is created before the first escape. If the thread
+// gate refuses the escaper's thread then (ErrThreadLimit, reported at
+// most every 10 s), the item is not escaped and runs on its own CPU; the
+// next escape tries again.
 func (q *Workqueue) SetEscapeAfter(d time.Duration) error {
 	if d < 0 {
 		return fmt.Errorf("workqueue %s: escape_after %v: %w: negative", q.name, d, ErrInvalidArgument)

@@ -107,12 +107,15 @@ type queueAttrs struct {
 // default, or Unbound) and the worker class (normal, HighPri or RT).
 // maxActive bounds the items in flight per CPU (per-CPU queues) or in the
 // whole system split per NUMA node (unbound queues); 0 means 1024, and a
-// value outside [1, 2048] is clamped with a slog warning. No thread is
-// created before the first item is queued. Errors: ErrInvalidFlags for
+// value outside [1, 2048] is clamped with a slog warning. No worker thread
+// is created before the first item is queued; a MemReclaim queue's
+// rescuer thread is created here, as alloc_workqueue creates it, so that
+// a rescue never needs a new thread. Errors: ErrInvalidFlags for
 // contradictory flags (PerCPU|Unbound, HighPri|RT), ErrPermission when the
 // process may not use the RT class (SCHED_FIFO) or the high-priority one
 // (nice -20: CAP_SYS_NICE or RLIMIT_NICE), with the cause and the fix in
-// its text (see AllowRTFallback). A nil Option is ignored. Mirrors
+// its text (see AllowRTFallback), ErrThreadLimit when the rescuer's thread
+// would come too close to a thread limit. A nil Option is ignored. Mirrors
 // alloc_workqueue().
 func Alloc(name string, flags Flags, maxActive int, opts ...Option) (*Workqueue, error) {
 	return alloc(name, flags, maxActive, opts)
