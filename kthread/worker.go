@@ -181,7 +181,9 @@ type thread struct{ tid int }
 // the thread creation (tens of us). Errors: ErrInvalidArgument for an empty
 // name or a bad option, ErrPermission (with a text saying how to grant it)
 // when the process may not use the requested class; no thread is left
-// behind on error. Mirrors kthread_create_worker() + kthread_run().
+// behind on error; ErrThreadLimit when the thread would come within the
+// thread gate's margin of a thread limit (RLIMIT_NPROC, pids.max, ...).
+// Mirrors kthread_create_worker() + kthread_run().
 func CreateWorker(name string, opts ...Option) (*Worker, error) {
 	return create(-1, name, nil, opts)
 }
