@@ -2,10 +2,13 @@ package kthread_test
 
 import (
 	"errors"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/sched"
 	"github.com/gowq/wq/kthread"
 	"github.com/gowq/wq/kthread/wqfallback"
 )
@@ -125,4 +128,49 @@ func TestPerCPUFallbackSelfWaits(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Destroy from an item on a caller-owned fallback hangs")
 	}
+}
+
+// TestReplacementThreadWaitsForTheGate: a work function that ends its
+// worker's thread (runtime.Goexit) while the thread gate refuses leaves
+// the worker without a thread until the gate allows again: the refusal is
+// reported (ErrThreadLimit), items queued meanwhile wait and then run
+// once each, and Destroy returns. Catches a replacement started past the
+// gate (the runtime aborts the process) or given up (items never run).
+func TestReplacementThreadWaitsForTheGate(t *testing.T) {
+	errs := captureErrors(t)
+	var refuse atomic.Bool
+	lim := sched.ThreadLimit{Name: "pids.max", Path: "/test", Max: 10, Current: 10}
+	restore := sched.SetGateReader(func() (int, sched.ThreadLimit, error) {
+		if refuse.Load() {
+			return 0, lim, nil
+		}
+		return 1 << 20, sched.ThreadLimit{}, nil
+	})
+	defer restore()
+	wk, err := kthread.CreateWorker("kt-lc-respawn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wk.QueueWork(kthread.NewWork(func() {
+		refuse.Store(true)
+		runtime.Goexit()
+	}))
+	var c counter
+	w := kthread.NewWork(c.fn)
+	wk.QueueWork(w)
+	waitFor(t, "the refusal report", func() bool { return errs.count(kthread.ErrThreadLimit) == 1 })
+	time.Sleep(30 * time.Millisecond)
+	if n := c.n.Load(); n != 0 {
+		t.Fatalf("an item ran %d times with no thread", n)
+	}
+	refuse.Store(false)
+	within(t, "FlushWork", func() { wk.FlushWork(w) })
+	if n := c.n.Load(); n != 1 {
+		t.Errorf("the item queued while the gate refused ran %d times, want 1", n)
+	}
+	within(t, "Destroy", func() {
+		if err := wk.Destroy(); err != nil {
+			t.Errorf("Destroy: %v", err)
+		}
+	})
 }
