@@ -328,6 +328,8 @@ func probeWorker(cpus []int, attr *sched.Attr) error {
 		return nil
 	}
 	switch {
+	case errors.Is(err, sched.ErrThreadLimit): // the gate, between the check and the probe
+		return fmt.Errorf("cannot try the new attributes on a thread: %w", threadErr(err))
 	case errors.Is(err, syscall.EINVAL) && len(cpus) > 0 && !errors.Is(err, sched.ErrPermission) && attrRangeOK(attr):
 		allowed := "unknown"
 		if s, aerr := topology.ProcessAffinity(); aerr == nil {

@@ -1,6 +1,7 @@
 package wq
 
 import (
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -43,10 +44,20 @@ func cmRegister(p *pool) {
 		// P: when every P runs a worker, it would take one by preempting
 		// a worker, whose thread then sleeps and is seen as blocked. One
 		// P is reserved while it runs (released in cmMonitor).
-		sched.GoLocked(func() {
+		err := goLocked(func() {
 			raiseMonitor()
 			cmMonitor(stop, done)
 		})
+		if err != nil {
+			// The thread gate refused (a thread limit is near): run the
+			// monitor on an ordinary goroutine, which needs no thread of
+			// its own, at the runtime's priority and timer slack, rather
+			// than leave blocked items without a CM wakeup.
+			go cmMonitor(stop, done)
+			goReport(func() {
+				reportError("cm_monitor", "gowq/cm", fmt.Errorf("the CM monitor runs on an ordinary goroutine (no nice -20, no thread of its own): %w", err))
+			})
+		}
 	})
 }
 

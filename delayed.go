@@ -137,6 +137,10 @@ func (dw *DelayedWork) arm(q *Workqueue, cpu int, d time.Duration) bool {
 	if d <= 0 {
 		return q.queuePended(cpu, &dw.Work)
 	}
+	if err := q.refuseElsewhere(&dw.Work); err != nil {
+		q.reportError("queue_delayed_work_on", dw.Func(), err)
+		return false // one instance at a time (instances.go)
+	}
 	if cpu == cpuUnbound && !q.unbound {
 		// A per-CPU queue keeps the locality of the queueing CPU, as a
 		// timer armed on the local CPU does.

@@ -117,9 +117,14 @@
 //
 // # Guarantees
 //
-//   - Non-reentrant: a work item never runs concurrently with itself while
-//     it is queued on one workqueue; queueing it while it runs runs it once
-//     more afterwards.
+//   - Non-reentrant, process-wide: a work item never runs concurrently
+//     with itself. Queueing it on its queue while it runs runs it once more
+//     afterwards; queueing it on another queue while it runs is refused
+//     (false, ErrOtherQueue; the kernel allows it and then guarantees
+//     non-reentrance per queue only). So Busy, Flush, CancelSync and
+//     DisableSync, which follow the item's one running instance, are
+//     exact: when CancelSync returns, the item is neither pending nor
+//     running anywhere.
 //   - Nothing is dropped: every queue call that returns true runs the item
 //     exactly once unless it is cancelled; a panicking item is recovered,
 //     reported and counts as completed; a refused queue call returns false
@@ -136,9 +141,19 @@
 //     runtime.UnlockOSThread in a work function cannot release them; a
 //     worker whose goroutine was moved off its thread anyway is retired and
 //     the thread reset to the process's attributes, reported as
-//     ErrWorkerExit). The reset comes when the work function returns: a
-//     function that unlocks the thread all 64 levels and then blocks in Go
-//     lets ordinary goroutines run on its RT thread until it returns.
+//     ErrWorkerExit). The reset comes when the work function ends, by
+//     returning, panicking or runtime.Goexit, whichever thread the
+//     goroutine ends on: a function that unlocks the thread all 64 levels
+//     and then blocks in Go lets ordinary goroutines run on its RT thread
+//     until it ends.
+//   - No thread limit aborts the process: the Go runtime aborts when it
+//     cannot create a thread, so every thread gowq starts (workers,
+//     rescuers, the escaper, the CM monitor, RT timer threads, kthread
+//     workers) goes through one gate that reads the thread limits
+//     (RLIMIT_NPROC, pids.max, kernel.threads-max and pid_max) before each
+//     creation and refuses, with ErrThreadLimit, within a margin of them.
+//     A MemReclaim queue's rescuer is started by Alloc, so a rescue never
+//     needs a new thread.
 //   - Every wait returns: no call on an item waits for a thread that waits
 //     for the caller. While CancelSync or DisableSync waits for a running
 //     instance it holds the item: Queue returns false, ModDelayed returns

@@ -114,8 +114,17 @@ func (p *pool) escNotify() {
 
 // escScanMax bounds the worklist scan of one pool per sample: items behind
 // the first escScanMax are younger than those before them, except for
-// items that max_active held back.
-const escScanMax = 64
+// items that max_active held back, and items of other queues (per-CPU
+// pools are shared by every per-CPU queue of a class) can fill the first
+// escScanMax. So once per escDeepEvery a pool whose worklist is longer
+// is scanned to its end: an overdue item behind escScanMax items of other
+// queues escapes at most escDeepEvery late, and a long worklist costs one
+// full scan per escDeepEvery under the pool lock (about 5 ns an item),
+// not one per sample.
+const (
+	escScanMax   = 64
+	escDeepEvery = time.Millisecond
+)
 
 // escScan looks at the head of p's worklist for items of escape queues.
 // Overdue ones send their pwq to the queue's escaper (appending the
@@ -131,9 +140,17 @@ func (p *pool) escScan(now int64, wake []*worker) (int64, []*worker) {
 	}
 	p.mu.Lock()
 	n := 0
+	limit := escScanMax
 	var sent *pwq
 	x := p.worklist.head()
-	for ; x != nil && n < escScanMax; x = x.next() {
+	for ; x != nil; x = x.next() {
+		if n == limit {
+			if now-p.escDeepAt < int64(escDeepEvery) {
+				break
+			}
+			p.escDeepAt = now
+			limit = -1 // to the end
+		}
 		n++
 		pq := x.pwq.Load()
 		if pq == nil || pq == sent {
@@ -160,7 +177,8 @@ func (p *pool) escScan(now int64, wake []*worker) (int64, []*worker) {
 		}
 	}
 	if x != nil {
-		soon(now + int64(cmFastPoll))
+		// Items past the window: the next deep scan looks at them.
+		soon(p.escDeepAt + int64(escDeepEvery))
 	}
 	if next == 0 {
 		p.escWatch.Store(false)
@@ -170,11 +188,11 @@ func (p *pool) escScan(now int64, wake []*worker) (int64, []*worker) {
 }
 
 // escDue returns the first item of pq on p's worklist if it has waited at
-// least ea since its activation, else nil. Called with p.mu held.
+// least ea since its activation, else nil. It looks as far as pq's first
+// item, which escScan may have found past escScanMax; only the escaper
+// calls it, once per item it takes. Called with p.mu held.
 func (p *pool) escDue(pq *pwq, now, ea int64) *Work {
-	n := 0
-	for x := p.worklist.head(); x != nil && n < escScanMax; x = x.next() {
-		n++
+	for x := p.worklist.head(); x != nil; x = x.next() {
 		if x.pwq.Load() != pq {
 			continue
 		}
@@ -275,7 +293,10 @@ func (q *Workqueue) EscapeAfter() time.Duration { return time.Duration(q.escapeA
 // The change applies to items already queued. Errors (nothing changes):
 // ErrInvalidArgument for d < 0 or an unbound queue (unbound items already
 // run on any CPU of their pod), ErrDestroyed after Destroy. Never blocks
-// for long; no thread is created before the first escape.
+// for long; no thread is created before the first escape. If the thread
+// gate refuses the escaper's thread then (ErrThreadLimit, reported at
+// most every 10 s), the item is not escaped and runs on its own CPU; the
+// next escape tries again.
 func (q *Workqueue) SetEscapeAfter(d time.Duration) error {
 	return q.applyAttrs("escape_after", func(a *Attrs) error {
 		if q.unbound {

@@ -28,8 +28,9 @@ const (
 	// Freezable queues stop starting items while the freezer is on
 	// (WQ_FREEZABLE); see FreezeAll.
 	Freezable
-	// MemReclaim gives the queue a rescuer thread that guarantees forward
-	// progress when no new worker can be created (WQ_MEM_RECLAIM).
+	// MemReclaim gives the queue a rescuer thread, created by Alloc, that
+	// guarantees forward progress when no new worker can be created
+	// (WQ_MEM_RECLAIM).
 	MemReclaim
 	// PowerEfficient makes a per-CPU queue unbound when the power_efficient
 	// global is on (WQ_POWER_EFFICIENT).
@@ -118,6 +119,10 @@ var (
 	// flight (chained, queued or running) under another key or on another
 	// queue; the call returns false and the Work is left as it was.
 	ErrKeyConflict = errors.New("wq: work item is in flight under another key")
+	// ErrOtherQueue: the work item is running on a worker of another
+	// workqueue; queueing it on a second queue before that instance ends
+	// is refused (it would run concurrently with itself). Flush it first.
+	ErrOtherQueue = errors.New("wq: work item is running on another workqueue")
 	// ErrNoFunc: a Work without a function (not initialised with Init).
 	ErrNoFunc = errors.New("wq: work item has no function (call Init)")
 	// ErrInvalidCPU: a CPU number that does not exist on this machine.
@@ -136,13 +141,15 @@ var (
 	// callback (runtime.Goexit, runtime.UnlockOSThread); the worker was
 	// retired and replaced, and its item finished.
 	ErrWorkerExit = errors.New("wq: worker thread lost")
-	// ErrThreadLimit: creating one more thread would come within
-	// sched.ThreadMargin (8) threads of a limit on the process's threads
-	// (a pids cgroup's pids.max, RLIMIT_NPROC, kernel.threads-max or
-	// kernel.pid_max). The Go runtime aborts the whole process when it
-	// cannot create a thread, so gowq stops short: a worker creation fails
-	// with this error (reported through the error handler), and an
-	// attribute write that needs a probe thread is refused with it. The
+	// ErrThreadLimit: creating one more thread would come within the
+	// thread gate's margin (8, or GOMAXPROCS + 4 when more) of a limit on
+	// the process's threads (a pids cgroup's pids.max, RLIMIT_NPROC,
+	// kernel.threads-max or kernel.pid_max), read again for every
+	// creation. The Go runtime aborts the whole process when it cannot
+	// create a thread, so every thread gowq starts stops short: a worker
+	// creation fails with this error (reported through the error
+	// handler), Alloc of a MemReclaim queue (its rescuer thread) and an
+	// attribute write that needs a probe thread are refused with it. The
 	// text names the limit and how to raise it.
 	ErrThreadLimit = errors.New("wq: thread limit reached")
 )

@@ -154,6 +154,10 @@ func (q *Workqueue) QueueKeyed(key uint64, w *Work) bool {
 		}
 		return false
 	}
+	if err := q.refuseElsewhere(w); err != nil {
+		q.reportError(op, w.Func(), err)
+		return false // one instance at a time (instances.go)
+	}
 	if err := q.admit(w, false); err != nil { // MaxPending (backpressure.go)
 		w.markCancelled()
 		w.release()

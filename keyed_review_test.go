@@ -13,13 +13,16 @@ import (
 // documents an open finding; its comment says what it shows.
 
 // TestReviewKeyedPlainInstanceEndsKeyedEarly: a Work whose keyed instance
-// runs on q1 is queued plainly on q2 (nice 5: another pool, so it may run at the
-// same time, as the kernel allows across workqueues). The plain instance
-// finishes first; finishRun passes doneSeq (the plain, later instance) to
-// keyedDone, which takes d >= activeSeq as "the keyed instance is done"
-// and starts the next item of the key while the keyed instance still
-// runs: a per-key mutual-exclusion violation.
+// runs on q1 is queued plainly on q2 (nice 5: another pool, so it could
+// run at the same time, as the kernel allows across workqueues). Had the
+// plain instance run and finished first, finishRun passed doneSeq (the
+// plain, later instance) to keyedDone, which took d >= activeSeq as "the
+// keyed instance is done" and started the next item of the key while the
+// keyed instance still ran: a per-key mutual-exclusion violation. A Work
+// now runs once at a time process-wide: the plain queueing is refused
+// (ErrOtherQueue), and the key's next item waits for the keyed instance.
 func TestReviewKeyedPlainInstanceEndsKeyedEarly(t *testing.T) {
+	errs := captureErrors(t)
 	q1, err := wq.Alloc("rev-keyed-a", wq.Unbound, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -63,10 +66,19 @@ func TestReviewKeyedPlainInstanceEndsKeyedEarly(t *testing.T) {
 	if !q1.QueueKeyed(key, b) {
 		t.Fatal("QueueKeyed(b) = false")
 	}
-	if !q2.Queue(a) {
-		t.Fatal("Queue(a) on q2 = false")
+	defer func() {
+		select {
+		case <-open:
+		default:
+			close(open) // let a end before the deferred Destroys
+		}
+	}()
+	if q2.Queue(a) {
+		waitChan(t, "a's plain instance on q2", plainDone)
+		t.Error("Queue(a) on q2 while a runs on q1 = true, want false (one instance at a time)")
+	} else if n := errs.count(wq.ErrOtherQueue); n != 1 {
+		t.Errorf("ErrOtherQueue reported %d times, want 1", n)
 	}
-	waitChan(t, "a's plain instance on q2", plainDone)
 	select {
 	case <-bRan:
 		t.Errorf("b (key %d) ran while a's keyed instance of that key was still running", key)

@@ -59,8 +59,11 @@ func ParseScope(name string) (Scope, error) { return topology.ParseScope(name) }
 // thread is destroyed when fn returns (it never goes back to the Go
 // runtime), so the affinity and class fn sets on it with
 // SetThreadAffinity and SetThreadAttr never reach another goroutine. It
-// does not block. Mirrors kthread_run's dedicated thread.
-func GoThread(fn func()) { sched.GoLocked(fn) }
+// goes through the library's thread gate: near a thread limit it starts
+// nothing and returns an error wrapping ErrThreadLimit (the Go runtime
+// would abort the process); otherwise nil. It blocks only for the
+// limits' reading (about 20 us). Mirrors kthread_run's dedicated thread.
+func GoThread(fn func()) error { return goLocked(fn) }
 
 // SetThreadAffinity pins the calling thread to cpus
 // (sched_setaffinity(2) on the thread). Call it only on a thread started

@@ -109,6 +109,9 @@ type pool struct {
 	// the CM monitor scans it (escape.go). Set under mu by activation,
 	// cleared by the monitor's scan under mu.
 	escWatch atomic.Bool
+	// escDeepAt is when escScan last looked past escScanMax (ns).
+	// guarded by mu.
+	escDeepAt int64
 }
 
 var poolRegistry struct {
@@ -409,22 +412,17 @@ var createWorkerHook atomic.Pointer[func() error]
 
 // createWorker adds an idle worker with a token, so it starts serving as
 // soon as its thread is set up; it does not wait for the thread. On failure
-// (a thread limit, or the test hook) it records the error and arms the
+// (the thread gate's refusal near a thread limit, or the test hook) it records the error and arms the
 // mayday timer. Called with mu held. Mirrors create_worker.
 func (p *pool) createWorker() bool {
 	if p.dead {
 		return false
 	}
-	var err error
-	if !p.key.goro {
-		err = checkThreadHeadroom() // a goroutine worker needs no thread of its own
-	}
-	if h := createWorkerHook.Load(); h != nil && err == nil {
-		err = (*h)()
-	}
-	if err != nil {
-		p.createFailed(err)
-		return false
+	if h := createWorkerHook.Load(); h != nil {
+		if err := (*h)(); err != nil {
+			p.createFailed(err)
+			return false
+		}
 	}
 	wk := &worker{pool: p, id: p.nextID, parkCPU: -1}
 	p.nextID++
@@ -442,11 +440,18 @@ func (p *pool) createWorker() bool {
 	p.idle = append(p.idle, wk)
 	p.exited.Add(1)
 	if p.key.goro {
-		p.startGoWorker(wk)
+		p.startGoWorker(wk) // a goroutine worker needs no thread of its own
 		return true
 	}
 	wk.parker.Unpark()
-	sched.GoLocked(wk.main)
+	if err := goLocked(wk.main); err != nil {
+		// The thread gate refused (a thread limit is near): undo the
+		// linking; the pool retries at the mayday cadence.
+		p.removeWorker(wk)
+		p.exited.Done()
+		p.createFailed(err)
+		return false
+	}
 	return true
 }
 

@@ -11,15 +11,20 @@ import (
 // workers and the queue's items wait with no worker running, the pool's
 // mayday timer sends it a mayday, and it attaches to the pool and runs the
 // queue's items there with the same item loop as the pool's workers
-// (rescuer_thread, process_scheduled_works). Its thread is started on the
-// first mayday and replaced if a work function ends it.
+// (rescuer_thread, process_scheduled_works). A MemReclaim rescuer's thread
+// is started by Alloc, as alloc_workqueue creates the rescuer up front, so
+// that an emergency (no thread can be created) never needs a new thread;
+// an escaper's is started on its first escape. Either is replaced if a
+// work function ends it, through the thread gate: a refused start is
+// retried at the next mayday.
 type rescuer struct {
 	wq *Workqueue
 
 	mu      sync.Mutex
 	pending []*pwq  // guarded by mu: pwqs that sent a mayday
 	stopped bool    // guarded by mu
-	wk      *worker // guarded by mu: the worker identity of the current thread, nil before the first mayday
+	wk      *worker // guarded by mu: the worker identity of the current thread, nil while none runs
+	startAt int64   // guarded by mu: ns of the last reported start refusal
 	threads sync.WaitGroup
 
 	// escape: this is a per-CPU queue's escaper (escape.go), not a
@@ -70,23 +75,49 @@ func (r *rescuer) mayday(pq *pwq) *worker {
 		r.pending = append(r.pending, pq)
 	}
 	if r.wk == nil {
-		r.startLocked()
+		if err := r.startLocked(); err != nil {
+			// The thread gate refused: pq stays on the mayday list and the
+			// next mayday (the pool's timer, or the next escape scan)
+			// tries again. Reported at most every createReportEvery.
+			if now := nanotime(); r.startAt == 0 || now-r.startAt >= int64(createReportEvery) {
+				r.startAt = now
+				op := "rescuer_thread"
+				if r.escape {
+					op = "escape"
+				}
+				name := r.wq.name
+				goReport(func() { reportError(op, name, err) })
+			}
+		}
 	}
 	return r.wk
 }
 
-// startLocked starts a rescuer thread with a fresh worker identity.
+// startLocked starts a rescuer thread with a fresh worker identity through
+// the thread gate; an error (wrapping ErrThreadLimit) leaves r.wk nil.
 // Called with r.mu held.
-func (r *rescuer) startLocked() {
+func (r *rescuer) startLocked() error {
 	name := r.wq.name
 	if r.escape {
 		name = "esc/" + name
 	}
 	wk := &worker{name: trimName(name), rescuer: r}
-	r.wk = wk
 	r.threads.Add(1)
 	wk.parker.Unpark() // serve the mayday list at once
-	sched.GoLocked(func() { r.main(wk) })
+	if err := goLocked(func() { r.main(wk) }); err != nil {
+		r.threads.Done()
+		return err
+	}
+	r.wk = wk
+	return nil
+}
+
+// start starts a MemReclaim rescuer's thread (Alloc). An error wraps
+// ErrThreadLimit.
+func (r *rescuer) start() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.startLocked()
 }
 
 // replace starts a new thread for the rescuer after wk's was lost
@@ -99,8 +130,9 @@ func (r *rescuer) replace(wk *worker) {
 		return
 	}
 	r.wk = nil
-	if !r.stopped && len(r.pending) > 0 {
-		r.startLocked()
+	if !r.stopped {
+		// A refusal leaves r.wk nil: the next mayday starts one.
+		_ = r.startLocked()
 	}
 }
 
@@ -122,17 +154,24 @@ func (r *rescuer) stop() {
 // takes the affinity and class of each pool it rescues.
 func (r *rescuer) main(wk *worker) {
 	defer r.threads.Done()
+	tid := sched.Gettid()
 	clean := false
 	defer func() {
 		if !clean {
 			if rec := recover(); rec != nil {
 				panic(rec) // a bug in gowq itself (user code is recovered)
 			}
+			// runtime.Goexit in a rescued item. The item may have unlocked
+			// the goroutine and moved it first: the rescuer's thread, with
+			// the rescued pool's affinity and class, is then the runtime's.
+			// Reset it (as a worker's main does) before a replacement
+			// starts, whichever thread the goroutine ends on.
+			_, _ = sched.ResetThreadIf(tid, wk.claim)
 			wk.exitAbnormal(fmt.Errorf("%w: rescuer %s: runtime.Goexit in a rescued item; the rescuer was restarted", ErrWorkerExit, wk.name))
 		}
 	}()
 	r.mu.Lock()
-	wk.setIdentity(sched.Gettid())
+	wk.setIdentity(tid)
 	r.mu.Unlock()
 	// A new thread (the first, or one that replaces a lost thread) has the
 	// process's affinity and class, not those cached by the thread before.

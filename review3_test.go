@@ -1,11 +1,10 @@
 package wq_test
 
 // Review 3: adaptive placement (escape_after). Each test here failed before
-// the fix named in its comment, or is marked KNOWN-FAILING where the fix is
-// not done yet (skipped unless GOWQ_KNOWN_FAILING=1).
+// the fix named in its comment.
 
 import (
-	"os"
+	"fmt"
 	"runtime"
 	"slices"
 	"sync/atomic"
@@ -16,13 +15,6 @@ import (
 	"github.com/gowq/wq/internal/sched"
 	"go.uber.org/goleak"
 )
-
-func knownFailing(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv("GOWQ_KNOWN_FAILING") == "" {
-		t.Skip("KNOWN-FAILING (set GOWQ_KNOWN_FAILING=1 to run): " + why)
-	}
-}
 
 // The escaper caches its thread's affinity and class to skip system calls.
 // When a work function ends the escaper's thread (runtime.Goexit) the
@@ -108,16 +100,22 @@ func TestReview3EscapeAfterSetLaterCountsFromActivation(t *testing.T) {
 
 // Per-CPU pools are shared by every per-CPU queue of a class. An overdue
 // item of an escape queue behind escScanMax (64) items of another queue on
-// the same stalled pool is never found by the monitor's scan nor by
-// escDue: it does not escape at all (and the monitor polls at cmFastPoll
-// for as long as the pool stays stalled).
+// the same stalled pool must still escape: the monitor's scan looks past
+// the first 64 items once per escDeepEvery, and escDue follows it (the
+// item never escaped, and the monitor polled at cmFastPoll for as long as
+// the pool stayed stalled).
 func TestReview3EscapeBehindOtherQueuesItems(t *testing.T) {
-	knownFailing(t, "escScan/escDue stop after 64 worklist items of any queue")
+	for _, n := range []int{64, 300} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) { testEscapeBehindOtherQueuesItems(t, n) })
+	}
+}
+
+func testEscapeBehindOtherQueuesItems(t *testing.T, nOther int) {
 	cpu := escapeCPU(t)
 	other := mustAlloc(t, "rev3-other", wq.PerCPU, 0)
 	q := allocEscape(t, "rev3-behind", wq.PerCPU, 0, time.Millisecond)
 	holdPool(t, q, cpu) // the pool both queues share
-	works := make([]wq.Work, 64)
+	works := make([]wq.Work, nOther)
 	for i := range works {
 		works[i].Init(func() {})
 		other.QueueOn(cpu, &works[i])
@@ -132,7 +130,7 @@ func TestReview3EscapeBehindOtherQueuesItems(t *testing.T) {
 			t.Errorf("ran on the held CPU %d", c)
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("an overdue item of an escape queue behind 64 items of another queue did not escape in 5 s")
+		t.Fatalf("an overdue item of an escape queue behind %d items of another queue did not escape in 5 s", nOther)
 	}
 }
 

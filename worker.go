@@ -197,6 +197,7 @@ func (wk *worker) clearIdentity() {
 // this goroutine rather than go back to the runtime.
 func (wk *worker) main() {
 	p := wk.pool
+	tid := sched.Gettid()
 	clean := false
 	defer func() {
 		if !clean {
@@ -206,15 +207,16 @@ func (wk *worker) main() {
 			// runtime.Goexit in a work function or a callback.
 			wk.exitAbnormal(fmt.Errorf("%w: %s: runtime.Goexit on the worker's thread; the worker was replaced", ErrWorkerExit, wk.name))
 		}
-		// If a work function unlocked the goroutine (LockDepth times), the
-		// thread goes back to the runtime when it returns: give it the
-		// process's attributes first. Locked, it dies and this is moot.
-		if tid := sched.Gettid(); sched.Claim() == wk.claim {
-			_, _ = sched.ResetThreadIf(tid, wk.claim)
-		}
+		// The worker's own thread, whichever thread the goroutine ends on:
+		// a work function that unlocked the goroutine (LockDepth-1 times)
+		// and then ended it with runtime.Goexit may have moved it, and the
+		// thread it left is the runtime's already; unlocked and not moved,
+		// the thread goes back to the runtime when the goroutine ends.
+		// Give it the process's attributes (unless a newer owner claimed
+		// it). Still locked to it, the thread dies and this is moot.
+		_, _ = sched.ResetThreadIf(tid, wk.claim)
 		p.exited.Done()
 	}()
-	tid := sched.Gettid()
 	p.mu.Lock()
 	wk.setIdentity(tid)
 	p.mu.Unlock()

@@ -113,13 +113,16 @@ type queueAttrs struct {
 // default, or Unbound) and the worker class (normal, HighPri or RT).
 // maxActive bounds the items in flight per CPU (per-CPU queues) or in the
 // whole system split per NUMA node (unbound queues); 0 means 1024, and a
-// value outside [1, 2048] is clamped with a slog warning. No thread is
-// created before the first item is queued. Errors: ErrInvalidFlags for
-// a bit that is not one of the exported flags, or contradictory flags
+// value outside [1, 2048] is clamped with a slog warning. No worker thread
+// is created before the first item is queued; a MemReclaim queue's
+// rescuer thread is created here, as alloc_workqueue creates it, so that
+// a rescue never needs a new thread. Errors: ErrInvalidFlags for a bit
+// that is not one of the exported flags, or contradictory flags
 // (PerCPU|Unbound, HighPri|RT), ErrPermission when the
 // process may not use the RT class (SCHED_FIFO) or the high-priority one
 // (nice -20: CAP_SYS_NICE or RLIMIT_NICE), with the cause and the fix in
-// its text (see AllowRTFallback). A nil Option is ignored. Mirrors
+// its text (see AllowRTFallback), ErrThreadLimit when the rescuer's thread
+// would come too close to a thread limit. A nil Option is ignored. Mirrors
 // alloc_workqueue().
 func Alloc(name string, flags Flags, maxActive int, opts ...Option) (*Workqueue, error) {
 	if err := checkPublicFlags(name, flags); err != nil {
@@ -219,11 +222,17 @@ func alloc(name string, flags Flags, maxActive int, opts []Option) (*Workqueue, 
 		q.attrs.scope = topology.ScopeSystem
 		q.attrs.scopeDefault = false
 	}
-	if flags&MemReclaim != 0 {
-		q.rescuer = newRescuer(q)
-	}
 	if o.escapeSet && (o.escapeAfter < 0 || q.unbound) {
 		return nil, fmt.Errorf("alloc_workqueue(%q): %w: escape_after %v: only per-CPU queues, and not negative", name, ErrInvalidArgument, o.escapeAfter)
+	}
+	if flags&MemReclaim != 0 {
+		// The rescuer's thread starts now, as alloc_workqueue creates
+		// the rescuer: when workers cannot be created (a thread limit),
+		// the rescue needs no thread.
+		q.rescuer = newRescuer(q)
+		if err := q.rescuer.start(); err != nil {
+			return nil, fmt.Errorf("alloc_workqueue(%q): rescuer: %w", name, err)
+		}
 	}
 	topo, g := currentTopology(), unboundMask.Load()
 	q.mu.Lock()
@@ -625,6 +634,11 @@ func (q *Workqueue) queuePendedErr(reqCPU int, w *Work, fromTimer bool, plug *wa
 		}
 		return ErrDraining
 	}
+	if !fromTimer {
+		if err := q.refuseElsewhere(w); err != nil {
+			return err // one instance at a time (instances.go)
+		}
+	}
 	if err := q.admit(w, fromTimer); err != nil { // MaxPending (backpressure.go)
 		w.markCancelled()
 		w.release()
@@ -830,6 +844,10 @@ func (q *Workqueue) modDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bool
 		q.reportDestroyed(&dw.Work)
 		return false
 	}
+	if dw.runsElsewhere(q) {
+		q.reportOtherQueue("mod_delayed_work_on", &dw.Work)
+		return false // one instance at a time (instances.go)
+	}
 	r := dw.grab()
 	switch r {
 	case grabHeld:
@@ -839,6 +857,12 @@ func (q *Workqueue) modDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bool
 		return false
 	}
 	was := r == grabPending
+	if !was {
+		if err := q.refuseElsewhere(&dw.Work); err != nil {
+			q.reportError("mod_delayed_work_on", dw.Func(), err)
+			return false // started on another queue since the check above
+		}
+	}
 	if was {
 		// The instance goes on, re-armed, outside every key (as grab
 		// does for a chained one): if it was its key's active instance,

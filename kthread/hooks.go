@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/gowq/wq/internal/report"
+	"github.com/gowq/wq/internal/sched"
 )
 
 // Errors. All are matched with errors.Is.
@@ -49,7 +50,22 @@ var (
 	// process's name, affinity and class back and continues on a new
 	// thread with its own (reported to the error handler).
 	ErrThreadEscaped = errors.New("kthread: work function unlocked the worker's goroutine from its thread (runtime.UnlockOSThread)")
+	// ErrThreadLimit: starting the worker's thread would come within the
+	// runtime's margin of a thread limit (RLIMIT_NPROC, a pids cgroup's
+	// pids.max, kernel.threads-max or pid_max); the Go runtime aborts the
+	// process when a thread creation fails, so the creation is refused.
+	// The error names the limit and how to raise it.
+	ErrThreadLimit = errors.New("kthread: thread limit reached")
 )
+
+// threadErr wraps a refusal of the thread gate (sched.ErrThreadLimit) in
+// ErrThreadLimit; other errors pass unchanged.
+func threadErr(err error) error {
+	if err != nil && errors.Is(err, sched.ErrThreadLimit) && !errors.Is(err, ErrThreadLimit) {
+		return fmt.Errorf("%w: %w", ErrThreadLimit, err)
+	}
+	return err
+}
 
 // PanicInfo describes a panic recovered from a work function.
 type PanicInfo struct {

@@ -68,6 +68,16 @@ type Fallback interface {
 	OnCPUChange(fn func(online []int)) (cancel func())
 }
 
+// FallbackCloser is an optional interface of a Fallback. CloseWouldWait
+// reports whether Close, called by the calling goroutine, would wait for
+// that goroutine itself: the caller runs one of the fallback's items and
+// Close destroys the workqueue it runs on. PerCPU.Destroy then returns
+// ErrDeadlock and changes nothing. A Fallback without it is taken never
+// to wait for its caller. wqfallback's implements it.
+type FallbackCloser interface {
+	CloseWouldWait() bool
+}
+
 // FallbackItem is a Work as a Fallback sees it (a wq.Work for
 // wqfallback). Init sets its function; Pending, Flush and CancelSync are
 // those of wq.Work; Idle reports that it is neither pending, nor running,
@@ -311,12 +321,21 @@ func (s *PerCPU) CancelWorkSync(w *Work) bool { return cancelSync("kthread_cance
 // workers' Destroy errors joined (ErrDelayedPending when delayed work
 // queued directly on a worker was still armed), nil otherwise; a second
 // call waits for the first and returns nil. It must not be called from a
-// work function of the set: it returns ErrDeadlock then. Blocks until the
+// work function of the set, on one of its workers or on a fallback
+// workqueue that Destroy destroys (FallbackCloser): it returns ErrDeadlock
+// then, reports it, and changes nothing. Blocks until the
 // queued items have run. Mirrors erofs_cpu_hotplug_destroy() +
 // erofs_destroy_percpu_workers().
 func (s *PerCPU) Destroy() error {
 	if a := actingFor(); a != nil && a.set == s {
 		err := fmt.Errorf("kthread: destroy per-CPU set %s: %w: called from its own work function", s.name, ErrDeadlock)
+		reportError("kthread_destroy_worker", s.name, err)
+		return err
+	}
+	if fc, ok := s.fallback.(FallbackCloser); ok && fc.CloseWouldWait() {
+		// An item running on the set's own fallback workqueue: Close
+		// would destroy that workqueue, which waits for the item.
+		err := fmt.Errorf("kthread: destroy per-CPU set %s: %w: called from an item running on its fallback %s, which Destroy destroys", s.name, ErrDeadlock, s.fallback.Name())
 		reportError("kthread_destroy_worker", s.name, err)
 		return err
 	}

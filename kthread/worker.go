@@ -181,7 +181,9 @@ type thread struct{ tid int }
 // the thread creation (tens of us). Errors: ErrInvalidArgument for an empty
 // name or a bad option, ErrPermission (with a text saying how to grant it)
 // when the process may not use the requested class; no thread is left
-// behind on error. Mirrors kthread_create_worker() + kthread_run().
+// behind on error; ErrThreadLimit when the thread would come within the
+// thread gate's margin of a thread limit (RLIMIT_NPROC, pids.max, ...).
+// Mirrors kthread_create_worker() + kthread_run().
 func CreateWorker(name string, opts ...Option) (*Worker, error) {
 	return create(-1, name, nil, opts)
 }
@@ -218,7 +220,9 @@ func create(cpu int, name string, set *PerCPU, opts []Option) (*Worker, error) {
 		wk.rtPrio = o.attr.Priority
 	}
 	errc := make(chan error, 1)
-	sched.GoLocked(func() { wk.threadMain(errc) })
+	if err := threadErr(sched.GoLocked(func() { wk.threadMain(errc) })); err != nil {
+		return nil, fmt.Errorf("kthread_create_worker(%q): %w", name, err)
+	}
 	if err := <-errc; err != nil {
 		return nil, fmt.Errorf("kthread_create_worker(%q): %w", name, err)
 	}
@@ -423,7 +427,30 @@ func (wk *Worker) retire(th *thread, fn string, cause error) {
 	wk.mu.Lock()
 	wk.current = nil
 	wk.mu.Unlock()
-	sched.GoLocked(func() { wk.threadMain(nil) })
+	wk.respawn()
+}
+
+// respawnRetry is how often a worker whose replacement thread the thread
+// gate refused tries again; its items wait meanwhile, none is dropped.
+const respawnRetry = 10 * time.Millisecond
+
+// respawn starts the replacement thread of a retired one. If the thread
+// gate refuses (a thread limit is near), it reports ErrThreadLimit once
+// and tries again every respawnRetry from a Go timer; Destroy waits for
+// the replacement like for any thread of the worker.
+func (wk *Worker) respawn() {
+	wk.respawnTry(true)
+}
+
+func (wk *Worker) respawnTry(first bool) {
+	err := threadErr(sched.GoLocked(func() { wk.threadMain(nil) }))
+	if err == nil {
+		return
+	}
+	if first {
+		reportError("kthread_worker_fn", wk.name, fmt.Errorf("no replacement thread yet, retrying every %v: %w", respawnRetry, err))
+	}
+	time.AfterFunc(respawnRetry, func() { wk.respawnTry(false) })
 }
 
 // repairLocked gives th, which the calling goroutine has left, the

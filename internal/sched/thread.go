@@ -15,25 +15,37 @@ import (
 // The main thread must be avoided: its attributes are the process's (what
 // sched_getaffinity(getpid()) and taskset -p report), and the runtime
 // cannot destroy it, so a locked goroutine that exits there leaves the
-// thread parked with whatever attributes it was given. GoLocked does not
-// block.
-func GoLocked(fn func()) {
-	go lockedStart(fn, nil)
+// thread parked with whatever attributes it was given.
+//
+// GoLocked is the thread gate (gate.go): it first reads the thread limits
+// and, when one more thread would come within GateMargin of one, starts
+// nothing and returns an error matching ErrThreadLimit (a *LimitError).
+// Every thread gowq starts goes through it. It blocks for the reading
+// (about 20 us, serialized with other creations), not for the thread.
+func GoLocked(fn func()) error {
+	if err := admit(); err != nil {
+		return err
+	}
+	go lockedStart(fn, nil, true)
+	return nil
 }
 
-func lockedStart(fn func(), started chan<- struct{}) {
+func lockedStart(fn func(), ready chan<- struct{}, admitted bool) {
 	runtime.LockOSThread()
 	if unix.Gettid() == unix.Getpid() {
 		// Hold the main thread so that the new goroutine cannot start on
 		// it, and let it go only once the new goroutine has its own thread.
 		ch := make(chan struct{})
-		go lockedStart(fn, ch)
+		go lockedStart(fn, ch, admitted)
 		<-ch
 		runtime.UnlockOSThread()
-		if started != nil {
-			close(started)
+		if ready != nil {
+			close(ready)
 		}
 		return
+	}
+	if admitted {
+		started() // the thread exists: the kernel's counts include it now
 	}
 	// Lock LockDepth times in all: a work function that calls
 	// runtime.UnlockOSThread (once, or a few times) then only lowers the
@@ -45,8 +57,8 @@ func lockedStart(fn func(), started chan<- struct{}) {
 	tid := unix.Gettid()
 	g := claim(tid)
 	defer unclaim(tid, g)
-	if started != nil {
-		close(started)
+	if ready != nil {
+		close(ready)
 	}
 	fn()
 }
@@ -167,12 +179,13 @@ func ResetThread(tid int) error {
 // affinity cpus (none when empty) and the class a (nil: left as
 // inherited): it starts a short-lived locked thread, applies both, and
 // lets the thread die. It returns the first error (wrapping ErrPermission
-// on EPERM). It blocks for the thread's creation and exit (tens of us).
+// on EPERM), or the thread gate's refusal (ErrThreadLimit). It blocks
+// for the thread's creation and exit (tens of us).
 // Callers use it to refuse attribute values that no worker could be
 // created with, before accepting them.
 func Probe(cpus []int, a *Attr) error {
 	errc := make(chan error, 1)
-	GoLocked(func() {
+	if err := GoLocked(func() {
 		if len(cpus) > 0 {
 			if err := SetAffinity(0, cpus); err != nil {
 				errc <- err
@@ -186,7 +199,9 @@ func Probe(cpus []int, a *Attr) error {
 			}
 		}
 		errc <- nil
-	})
+	}); err != nil {
+		return err
+	}
 	return <-errc
 }
 

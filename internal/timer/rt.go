@@ -5,6 +5,7 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gowq/wq/internal/sched"
 )
@@ -128,10 +129,38 @@ func (b *RT) threadMain(first bool) {
 		// A timer function called runtime.Goexit (or panicked, which
 		// ends the process anyway): this locked thread dies with its
 		// goroutine; a new one takes over the heap.
-		sched.GoLocked(func() { b.threadMain(false) })
+		b.tidv.Store(0)
+		b.respawn()
 	}()
 	b.loop()
 	clean = true
+}
+
+// respawnRetry is how often a base whose replacement thread the thread
+// gate refused tries again. Its timers fire late meanwhile, never early
+// and never lost.
+const respawnRetry = 10 * time.Millisecond
+
+// respawn starts a thread to take over the heap from one that ended in a
+// timer function. If the thread gate refuses (a thread limit is near), it
+// tries again every respawnRetry from a Go timer, until it succeeds or the
+// base is released with an empty heap (then it ends the base as its
+// thread would have).
+func (b *RT) respawn() {
+	if sched.GoLocked(func() { b.threadMain(false) }) == nil {
+		return
+	}
+	b.mu.Lock()
+	over := b.quit && len(b.heap) == 0
+	b.mu.Unlock()
+	if over {
+		if b.reserveP {
+			sched.ReserveP(-1)
+		}
+		close(b.done)
+		return
+	}
+	time.AfterFunc(respawnRetry, b.respawn)
 }
 
 // setup gives the calling (locked, new) thread the base's CPU as its

@@ -21,6 +21,8 @@ type RTSet struct {
 	mu    sync.Mutex            // serialises base creation and Release
 	bases atomic.Pointer[[]*RT] // indexed by CPU; nil entries not started yet; replaced whole under mu
 	dead  bool                  // guarded by mu: released for good
+
+	refused atomic.Uint64 // bases whose thread the thread gate refused
 }
 
 // registry holds the live sets, one per SCHED_FIFO priority.
@@ -55,8 +57,12 @@ func (s *RTSet) Prio() int { return s.prio }
 // On returns the base that fires timers on CPU cpu (cpu < 0: the CPU the
 // caller runs on, one getcpu system call). The first call for a CPU
 // starts its thread (sched.GoLocked) without waiting for it: timers armed
-// meanwhile fire once it runs. Never blocks beyond a leaf mutex; it
-// allocates only when it starts a base. On after the last Release is a
+// meanwhile fire once it runs. When the thread gate refuses that thread
+// (a thread limit is near), On returns nil and starts nothing: the caller
+// uses a Go timer (Timer.Reset with a nil base), and the next On for the
+// CPU tries again. Never blocks beyond a leaf mutex and, when it starts a
+// base, the gate's reading of the limits (about 20 us); it allocates only
+// when it starts a base. On after the last Release is a
 // bug; it then returns a base that is stopped, whose timers never fire.
 func (s *RTSet) On(cpu int) *RT {
 	if cpu < 0 {
@@ -76,24 +82,34 @@ func (s *RTSet) On(cpu int) *RT {
 			return old[cpu]
 		}
 	}
-	n := max(len(old), cpu+1)
-	bases := make([]*RT, n)
-	copy(bases, old)
 	first := true
 	for _, o := range old {
 		first = first && o == nil
 	}
 	b := &RT{prio: s.prio, cpu: cpu, reserveP: first, done: make(chan struct{})}
-	bases[cpu] = b
-	s.bases.Store(&bases)
 	if s.dead {
 		b.quit = true
 		close(b.done)
 		return b
 	}
-	sched.GoLocked(func() { b.threadMain(true) })
+	if err := sched.GoLocked(func() { b.threadMain(true) }); err != nil {
+		// The thread gate refused (a thread limit is near): no base for
+		// cpu yet; the caller arms a Go timer instead, and a later On
+		// tries again.
+		s.refused.Add(1)
+		return nil
+	}
+	n := max(len(old), cpu+1)
+	bases := make([]*RT, n)
+	copy(bases, old)
+	bases[cpu] = b
+	s.bases.Store(&bases)
 	return b
 }
+
+// Refused returns how many times On could not start a base's thread (the
+// thread gate refused it near a thread limit).
+func (s *RTSet) Refused() uint64 { return s.refused.Load() }
 
 // Release drops a reference taken by AcquireRT. The last one stops every
 // base's thread once its heap is empty and, unless called from one of

@@ -61,6 +61,11 @@ func (f *fallback) Close() {
 
 func (f *fallback) Name() string { return f.q.Name() }
 
+// CloseWouldWait reports whether the caller runs an item of a workqueue
+// that Close destroys (one Open allocated): Close would then wait for the
+// caller (kthread.FallbackCloser).
+func (f *fallback) CloseWouldWait() bool { return f.own && f.q.IsChainedWork() }
+
 // item is a kthread.Work's state on a workqueue.
 type item struct{ wq.Work }
 

@@ -15,7 +15,7 @@ type Thread struct {
 func StartThread(setup func() error) (*Thread, error) {
 	t := &Thread{reqs: make(chan func())}
 	ready := make(chan error, 1)
-	wq.GoThread(func() {
+	if err := wq.GoThread(func() {
 		if err := setup(); err != nil {
 			ready <- err
 			return
@@ -24,7 +24,9 @@ func StartThread(setup func() error) (*Thread, error) {
 		for fn := range t.reqs {
 			fn()
 		}
-	})
+	}); err != nil {
+		return nil, err
+	}
 	if err := <-ready; err != nil {
 		return nil, err
 	}

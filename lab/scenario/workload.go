@@ -361,7 +361,7 @@ const (
 // thread is locked and dies with its goroutine (close).
 func newDelayed(cpu int, nice20 bool) *delayedWork {
 	w := &delayedWork{cpu: cpu, reqs: make(chan func()), ready: make(chan string, 1)}
-	wq.GoThread(func() {
+	err := wq.GoThread(func() {
 		note := fmt.Sprintf("pinned to cpu%d", cpu)
 		if err := wq.SetThreadAffinity([]int{cpu}); err != nil {
 			note = fmt.Sprintf("not pinned (%v)", err)
@@ -384,6 +384,16 @@ func newDelayed(cpu int, nice20 bool) *delayedWork {
 			fn()
 		}
 	})
+	if err != nil {
+		// No thread (a thread limit is near): queue from the caller's
+		// goroutine, unpinned.
+		go func() {
+			for fn := range w.reqs {
+				fn()
+			}
+		}()
+		w.ready <- fmt.Sprintf("not pinned (%v)", err)
+	}
 	w.queuer = <-w.ready
 	return w
 }

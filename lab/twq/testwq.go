@@ -316,7 +316,7 @@ func benchScope(q *wq.Workqueue, cpus []int, items int, waiter string) (time.Dur
 			}
 			// A locked thread pinned to its CPU, as kthread_bind; the
 			// goroutine exits locked, so the runtime discards the thread.
-			wq.GoThread(func() {
+			if err := wq.GoThread(func() {
 				if err := wq.SetThreadAffinity([]int{cpu}); err != nil {
 					errs[i] = fmt.Errorf("twq: pin to cpu%d: %w", cpu, err)
 					ready.Done()
@@ -324,7 +324,11 @@ func benchScope(q *wq.Workqueue, cpus []int, items int, waiter string) (time.Dur
 					return
 				}
 				body(wait, w)
-			})
+			}); err != nil {
+				errs[i] = fmt.Errorf("twq: thread for cpu%d: %w", cpu, err)
+				ready.Done()
+				done.Done()
+			}
 		default:
 			ch := make(chan struct{}, 1)
 			w := wq.NewWork(func() { ch <- struct{}{} })

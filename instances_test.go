@@ -1,0 +1,210 @@
+package wq_test
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gowq/wq"
+)
+
+// A Work runs at most once at a time in the whole process: queueing it on
+// a second queue while it runs on a first is refused with ErrOtherQueue
+// (instances.go, docs/decisions.md).
+
+// runningOn starts fn's instance of w on q and waits until it runs; the
+// returned release lets it end.
+func runningOn(t *testing.T, q *wq.Workqueue, w *wq.Work, started <-chan struct{}) {
+	t.Helper()
+	if !q.Queue(w) {
+		t.Fatalf("Queue on %s = false", q.Name())
+	}
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the instance on %s did not start", q.Name())
+	}
+}
+
+// TestSecondQueueRefusedWhileRunning: while a Work runs on unbound queue
+// A, every way of queueing it on unbound queue B (Queue, QueueOn,
+// QueueKeyed, QueueDelayed now and later, ModDelayed) returns false,
+// reports ErrOtherQueue and changes nothing: Busy still says RUNNING,
+// CancelSync and DisableSync wait for the instance on A, and once it has
+// ended the item can go to B. Catches two concurrent instances of one
+// item, which CancelSync returned beside and Busy reported as idle.
+func TestSecondQueueRefusedWhileRunning(t *testing.T) {
+	errs := captureErrors(t)
+	a := mustAlloc(t, "inst-a", wq.Unbound, 0)
+	b := mustAlloc(t, "inst-b", wq.Unbound, 0)
+	var running, maxRunning atomic.Int32
+	started := make(chan struct{}, 1)
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	end := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(end) // before the queues' Destroy, which waits for the instances
+	fn := func() {
+		n := running.Add(1)
+		if n > maxRunning.Load() {
+			maxRunning.Store(n)
+		}
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		<-release
+		running.Add(-1)
+	}
+	dw := wq.NewDelayedWork(fn)
+	w := &dw.Work
+	runningOn(t, a, w, started)
+	cpu := wq.OnlineCPUs()[0]
+	for _, c := range []struct {
+		name  string
+		queue func() bool
+	}{
+		{"Queue", func() bool { return b.Queue(w) }},
+		{"QueueOn", func() bool { return b.QueueOn(cpu, w) }},
+		{"QueueKeyed", func() bool { return b.QueueKeyed(7, w) }},
+		{"QueueDelayed/0", func() bool { return b.QueueDelayed(dw, 0) }},
+		{"QueueDelayed/1h", func() bool { return b.QueueDelayed(dw, time.Hour) }},
+		{"ModDelayed", func() bool { return b.ModDelayed(dw, time.Millisecond) }},
+	} {
+		before := errs.count(wq.ErrOtherQueue)
+		if c.queue() {
+			t.Errorf("%s on B while the item runs on A = true, want false", c.name)
+		}
+		if got := errs.count(wq.ErrOtherQueue) - before; got != 1 {
+			t.Errorf("%s on B: ErrOtherQueue reported %d times, want 1", c.name, got)
+		}
+		if w.Pending() {
+			t.Fatalf("%s on B left the item pending", c.name)
+		}
+		if got := w.Busy(); got != wq.BusyRunning {
+			t.Errorf("%s on B: Busy = %v while the instance on A runs, want RUNNING only", c.name, got)
+		}
+	}
+	// Requeueing on A itself is still allowed: it runs again after.
+	if !a.Queue(w) {
+		t.Error("requeue on A while it runs on A = false, want true")
+	}
+	// CancelSync waits for the instance on A (and cancels the requeue).
+	cancelled := make(chan bool, 1)
+	go func() { cancelled <- w.CancelSync() }()
+	select {
+	case <-cancelled:
+		t.Fatal("CancelSync returned while the item runs on A")
+	case <-time.After(50 * time.Millisecond):
+	}
+	end()
+	select {
+	case was := <-cancelled:
+		if !was {
+			t.Error("CancelSync = false, want true (the requeue on A was pending)")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("CancelSync did not return after the instance ended")
+	}
+	if got := w.Busy(); got != 0 {
+		t.Errorf("Busy = %v after CancelSync, want 0", got)
+	}
+	if running.Load() != 0 {
+		t.Errorf("CancelSync returned with %d instances running", running.Load())
+	}
+	// Idle now: it may go to B.
+	if !b.Queue(w) {
+		t.Error("Queue on B once idle = false")
+	}
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the instance on B did not start")
+	}
+	mustReturn(t, "Flush", func() { w.Flush() })
+	if maxRunning.Load() != 1 {
+		t.Errorf("%d instances ran at once, want 1", maxRunning.Load())
+	}
+}
+
+// TestSecondQueueFromOwnFunction: a work function that queues its own
+// item on another queue is refused (it is still running), and one that
+// requeues it on its own queue is not. Catches a refusal that misses the
+// chained case, and one that refuses the requeue on the same queue.
+func TestSecondQueueFromOwnFunction(t *testing.T) {
+	errs := captureErrors(t)
+	a := mustAlloc(t, "inst-self-a", wq.Unbound, 0)
+	b := mustAlloc(t, "inst-self-b", wq.PerCPU, 0)
+	var runs atomic.Int32
+	var other, same atomic.Bool
+	var w *wq.Work
+	w = wq.NewWork(func() {
+		if runs.Add(1) == 1 {
+			other.Store(b.Queue(w))
+			same.Store(a.Queue(w))
+		}
+	})
+	a.Queue(w)
+	waitFor(t, "two runs", func() bool { return runs.Load() == 2 })
+	mustReturn(t, "Flush", func() { w.Flush() })
+	if other.Load() {
+		t.Error("Queue on another queue from the item's own function = true, want false")
+	}
+	if !same.Load() {
+		t.Error("Queue on its own queue from its own function = false, want true")
+	}
+	if n := errs.count(wq.ErrOtherQueue); n != 1 {
+		t.Errorf("ErrOtherQueue reported %d times, want 1", n)
+	}
+}
+
+// TestCancelSyncNeverBesideAnInstance: rounds of the example: an
+// item runs on queue A, is queued on queue B meanwhile, and CancelSync or
+// DisableSync is called. None may return while an instance runs, Busy
+// may never read 0 while one runs, and at most one instance may run at a
+// time. Catches a CancelSync that returned as soon as either of two
+// instances ended, and Busy following a single runner pointer.
+func TestCancelSyncNeverBesideAnInstance(t *testing.T) {
+	captureErrors(t)
+	a := mustAlloc(t, "inst-st-a", wq.Unbound, 0)
+	b := mustAlloc(t, "inst-st-b", wq.PerCPU, 0) // another pool: the instances can run at once
+	var running, maxRunning, idleWhileRunning atomic.Int32
+	started := make(chan struct{}, 2)
+	w := wq.NewWork(func() {
+		n := running.Add(1)
+		if n > maxRunning.Load() {
+			maxRunning.Store(n)
+		}
+		started <- struct{}{}
+		time.Sleep(time.Millisecond)
+		running.Add(-1)
+	})
+	for round := 0; round < 50; round++ {
+		a.Queue(w)
+		<-started
+		time.Sleep(100 * time.Microsecond)
+		b.Queue(w)
+		time.Sleep(300 * time.Microsecond)
+		if running.Load() > 0 && w.Busy()&wq.BusyRunning == 0 && running.Load() > 0 {
+			idleWhileRunning.Add(1)
+		}
+		if round%2 == 0 {
+			w.CancelSync()
+		} else {
+			w.DisableSync()
+			w.Enable()
+		}
+		if n := running.Load(); n != 0 {
+			t.Fatalf("round %d: CancelSync/DisableSync returned with %d instances running", round, n)
+		}
+		for len(started) > 0 {
+			<-started
+		}
+	}
+	if n := maxRunning.Load(); n > 1 {
+		t.Errorf("%d instances ran at once, want at most 1", n)
+	}
+	if n := idleWhileRunning.Load(); n > 0 {
+		t.Errorf("Busy read 0 while an instance ran, %d times", n)
+	}
+}

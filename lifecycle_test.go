@@ -1,0 +1,406 @@
+package wq_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/sched"
+	"github.com/gowq/wq/internal/timer"
+	"github.com/gowq/wq/kthread"
+)
+
+// Thread creation near a real thread limit, in a child process (see
+// limits_test.go for the harness): every thread gowq starts goes through
+// the thread gate, which refuses with ErrThreadLimit; nothing may abort
+// the process with "pthread_create failed".
+
+// TestThreadGateUnderRealLimit: under a pids cgroup's pids.max (and
+// RLIMIT_NPROC) a few threads above use, set a moment after a reading
+// that left plenty of room:
+//   - 16 MemReclaim queues whose pool cannot create workers each get one
+//     item, and each item runs (their rescuers need no new thread);
+//   - Alloc of another MemReclaim queue, kthread.CreateWorker and an RT
+//     timer base are refused (ErrThreadLimit, or a Go timer) instead of
+//     creating a thread.
+//
+// Catches a lazily started rescuer, a thread creation that bypasses the
+// gate (the child then dies in pthread_create), and a headroom reading
+// trusted from a cache after the limit was tightened.
+func TestThreadGateUnderRealLimit(t *testing.T) {
+	switch os.Getenv(limitChildEnv) {
+	case "gate":
+		gateLimitChild(false)
+		return
+	case "gate-settled":
+		gateLimitChild(true)
+		return
+	}
+	for _, k := range limitKinds {
+		// "settled": the child waits past any one-second cache of its
+		// last reading before it creates threads, so that each creator
+		// meets the limit with a fresh reading.
+		for _, mode := range []string{"gate", "gate-settled"} {
+			t.Run(k.name+"/"+mode, func(t *testing.T) {
+				gateLimitRun(t, k.name, k.start, mode)
+			})
+		}
+	}
+}
+
+func gateLimitRun(t *testing.T, name string, start func(t *testing.T, test, mode string) (*exec.Cmd, func(pid int) error), mode string) {
+	cmd, limit := start(t, "TestThreadGateUnderRealLimit", mode)
+	out := runLimited(t, cmd, limit)
+	if strings.Contains(out, "failed to create new OS thread") || strings.Contains(out, "pthread_create failed") {
+		t.Fatalf("the child aborted at the %s limit: a thread was created past the gate:\n%s", name, head(out, 40))
+	}
+	if !strings.Contains(out, "LIMIT-CHILD-OK") {
+		t.Fatalf("child under %s:\n%s", name, out)
+	}
+	for line := range strings.Lines(out) {
+		if strings.HasPrefix(line, "gate:") {
+			t.Log(strings.TrimSpace(line))
+		}
+	}
+}
+
+func gateLimitChild(settle bool) {
+	var mu sync.Mutex
+	var limitErrs []string
+	wq.SetErrorHandler(func(op, fn string, err error) {
+		if errors.Is(err, wq.ErrThreadLimit) {
+			mu.Lock()
+			limitErrs = append(limitErrs, op+": "+err.Error())
+			mu.Unlock()
+		}
+	})
+	defer wq.SetErrorHandler(nil)
+	blocker, err := wq.Alloc("gate-block", wq.Unbound, 512)
+	if err != nil {
+		childFail("Alloc: %v", err)
+	}
+	const nReclaim = 16
+	var reclaim []*wq.Workqueue
+	for i := range nReclaim {
+		q, err := wq.Alloc(fmt.Sprintf("gate-reclaim%d", i), wq.Unbound|wq.MemReclaim, 8)
+		if err != nil {
+			childFail("Alloc MemReclaim %d: %v", i, err)
+		}
+		reclaim = append(reclaim, q)
+	}
+	// A reading with plenty of room just before the limit is set: the
+	// pool's first worker, and a check.
+	warm := make(chan struct{})
+	blocker.Queue(wq.NewWork(func() { close(warm) }))
+	<-warm
+	if err := wq.CheckThreadHeadroom(); err != nil {
+		childFail("before the limit: %v", err)
+	}
+	childReady()
+	if settle {
+		time.Sleep(1100 * time.Millisecond)
+	}
+
+	// Block workers until the pool cannot create more.
+	release := make(chan struct{})
+	var done atomic.Int64
+	queued := 0
+	for i := 0; ; i++ {
+		mu.Lock()
+		n := len(limitErrs)
+		mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if i > 400 {
+			childFail("no ErrThreadLimit after %d blocking items", queued)
+		}
+		if !blocker.Queue(wq.NewWork(func() { <-release; done.Add(1) })) {
+			childFail("Queue of blocking item %d refused", i)
+		}
+		queued++
+		time.Sleep(2 * time.Millisecond) // let the pool create a worker for it
+	}
+	fmt.Println("phase: the pool is at the limit")
+	// Each MemReclaim queue gets one item while its pool cannot create
+	// workers.
+	var rescued atomic.Int64
+	for i, q := range reclaim {
+		if !q.Queue(wq.NewWork(func() { rescued.Add(1) })) {
+			childFail("Queue on MemReclaim queue %d refused", i)
+		}
+	}
+	childWait(20*time.Second, "every MemReclaim item to be rescued", func() bool {
+		return rescued.Load() == nReclaim
+	})
+	fmt.Println("phase: the MemReclaim items were rescued")
+	// Every other creator is refused, not aborted.
+	if q, err := wq.Alloc("gate-reclaim-late", wq.Unbound|wq.MemReclaim, 8); !errors.Is(err, wq.ErrThreadLimit) {
+		if q != nil {
+			q.Destroy()
+		}
+		childFail("Alloc of a MemReclaim queue at the limit: %v, want ErrThreadLimit", err)
+	}
+	var kws []*kthread.Worker
+	var kerr error
+	for range 64 {
+		kw, err := kthread.CreateWorker("gate-kw")
+		if err != nil {
+			kerr = err
+			break
+		}
+		kws = append(kws, kw)
+	}
+	if !errors.Is(kerr, kthread.ErrThreadLimit) {
+		childFail("kthread.CreateWorker at the limit: %v after %d workers, want kthread.ErrThreadLimit", kerr, len(kws))
+	}
+	for _, kw := range kws {
+		if err := kw.Destroy(); err != nil {
+			childFail("kthread Destroy: %v", err)
+		}
+	}
+	set := timer.AcquireRT(1)
+	for cpu := range 2 {
+		if b := set.On(cpu); b != nil {
+			childFail("RT timer base for CPU %d started at the limit", cpu)
+		}
+	}
+	set.Release()
+	close(release)
+	childWait(20*time.Second, "every blocked item to run after the release", func() bool {
+		return done.Load() == int64(queued)
+	})
+	destroyed := make(chan struct{})
+	go func() {
+		blocker.Destroy()
+		for _, q := range reclaim {
+			q.Destroy()
+		}
+		close(destroyed)
+	}()
+	select {
+	case <-destroyed:
+	case <-time.After(20 * time.Second):
+		childFail("Destroy did not return")
+	}
+	mu.Lock()
+	fmt.Printf("gate: %d blocking items, %d refusals reported, first: %s\n", queued, len(limitErrs), limitErrs[0])
+	mu.Unlock()
+	fmt.Printf("gate: refusals counted by the gate: %d; kthread: %v\n", sched.GateRefusals(), kerr)
+	fmt.Println("LIMIT-CHILD-OK")
+}
+
+// leftThread holds a worker thread that a work function's goroutine left:
+// unlockAndLeave, called from the work function, unlocks the goroutine
+// from its thread (sched.LockDepth-1 calls: the levels the worker holds
+// while a work function runs) and starts a goroutine that locks the old
+// thread and holds it until release, so that the work function goes on
+// on another thread and the old one stays alive to be read.
+type leftThread struct {
+	old     int
+	release chan struct{}
+	moved   bool
+}
+
+func (l *leftThread) unlockAndLeave() {
+	l.old = sched.Gettid()
+	for range sched.LockDepth - 1 {
+		runtime.UnlockOSThread()
+	}
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		rel := make(chan struct{})
+		got := make(chan int)
+		go func() {
+			runtime.LockOSThread()
+			got <- sched.Gettid()
+			<-rel
+			runtime.UnlockOSThread()
+		}()
+		if <-got == l.old && sched.Gettid() != l.old {
+			l.release, l.moved = rel, true
+			return
+		}
+		close(rel)
+	}
+	// The runtime kept running the holder elsewhere (an idle P's thread
+	// stole it): block until the goroutine wakes on another thread, and
+	// leave the old one to the runtime.
+	for range 1000 {
+		time.Sleep(time.Millisecond)
+		if sched.Gettid() != l.old {
+			l.moved = true
+			return
+		}
+	}
+}
+
+// lifecycleAttrs are a thread's attributes that must not leak with it.
+type lifecycleAttrs struct {
+	name   string
+	cpus   []int
+	policy sched.Policy
+	prio   int
+	nice   int
+}
+
+func (a lifecycleAttrs) String() string {
+	return fmt.Sprintf("%q cpus %v policy %v prio %d nice %d", a.name, a.cpus, a.policy, a.prio, a.nice)
+}
+
+func readLifecycleAttrs(tid int) (lifecycleAttrs, error) {
+	var a lifecycleAttrs
+	var err error
+	if a.name, err = sched.ThreadName(tid); err != nil {
+		return a, err
+	}
+	if a.cpus, err = sched.Affinity(tid); err != nil {
+		return a, err
+	}
+	at, err := sched.GetAttr(tid)
+	if err != nil {
+		return a, err
+	}
+	a.policy, a.prio, a.nice = at.Policy, at.Priority, at.Nice
+	return a, nil
+}
+
+// TestLeftThreadResetOnEveryExit: a work function unlocks its worker's
+// goroutine (sched.LockDepth-1 times), moves to another thread, then
+// returns, panics or calls runtime.Goexit. The thread it left, on a
+// per-CPU pool (named kworker/N:M, pinned to N), an RT pool (SCHED_FIFO),
+// a rescuer and an escaper, must get the process's name, affinity and
+// policy back, whichever thread the goroutine ends on. Catches an exit
+// path that resets only the thread the goroutine ends on (Goexit left
+// the old thread named, pinned and SCHED_FIFO in the Go runtime).
+func TestLeftThreadResetOnEveryExit(t *testing.T) {
+	defer wq.SetExitReportEvery(time.Nanosecond)()
+	captureErrors(t)
+	wq.SetPanicHandler(func(wq.PanicInfo) {})
+	t.Cleanup(func() { wq.SetPanicHandler(nil) })
+	cpus := wq.OnlineCPUs()
+	last := cpus[len(cpus)-1]
+	proc, err := readLifecycleAttrs(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fail atomic.Bool
+	wq.SetCreateWorkerHook(func() error {
+		if fail.Load() {
+			return errors.New("creation refused by the test")
+		}
+		return nil
+	})
+	t.Cleanup(func() { wq.SetCreateWorkerHook(nil) })
+
+	type kind struct {
+		name string
+		// run queues w so that it runs on the kind's thread and returns a
+		// cleanup; skip is a reason to skip the kind.
+		run func(t *testing.T, w *wq.Work) (cleanup func(), skip string)
+	}
+	kinds := []kind{
+		{"percpu", func(t *testing.T, w *wq.Work) (func(), string) {
+			q := mustAlloc(t, "lc-percpu", wq.PerCPU, 0)
+			q.QueueOn(last, w)
+			return func() {}, ""
+		}},
+		{"rt", func(t *testing.T, w *wq.Work) (func(), string) {
+			q, err := wq.Alloc("lc-rt", wq.Unbound|wq.RT, 0)
+			if err != nil {
+				return nil, fmt.Sprintf("no RT queue: %v", err)
+			}
+			t.Cleanup(q.Destroy)
+			q.Queue(w)
+			return func() {}, ""
+		}},
+		{"rescuer", func(t *testing.T, w *wq.Work) (func(), string) {
+			q := mustAlloc(t, "lc-rescuer", wq.PerCPU|wq.MemReclaim, 0)
+			fail.Store(true)
+			q.QueueOn(last, w)
+			return func() { fail.Store(false) }, ""
+		}},
+		{"escaper", func(t *testing.T, w *wq.Work) (func(), string) {
+			if len(cpus) < 2 {
+				return nil, "needs 2 CPUs"
+			}
+			q := allocEscape(t, "lc-escaper", wq.PerCPU, 0, time.Millisecond)
+			release := holdPool(t, q, cpus[0])
+			q.QueueOn(cpus[0], w)
+			return release, ""
+		}},
+	}
+	ends := []struct {
+		name string
+		end  func()
+	}{
+		{"return", func() {}},
+		{"panic", func() { panic("left its thread and panicked") }},
+		{"goexit", runtime.Goexit},
+	}
+	for _, k := range kinds {
+		for _, e := range ends {
+			t.Run(k.name+"/"+e.name, func(t *testing.T) {
+				var l leftThread
+				var attrs lifecycleAttrs
+				w := wq.NewWork(func() {
+					attrs, _ = readLifecycleAttrs(sched.Gettid())
+					l.unlockAndLeave()
+					if l.moved {
+						e.end()
+					}
+				})
+				cleanup, skip := k.run(t, w)
+				if skip != "" {
+					t.Skip(skip)
+				}
+				mustReturn(t, "Flush", func() { w.Flush() })
+				cleanup()
+				if !l.moved {
+					t.Fatal("could not make the work function leave its thread in 10 s")
+				}
+				if l.release != nil {
+					defer close(l.release)
+				}
+				// The thread's attributes while the item ran, so that the
+				// check below shows a change.
+				if attrs.name == proc.name && slices.Equal(attrs.cpus, proc.cpus) && attrs.policy == proc.policy {
+					t.Logf("the worker thread had the process's attributes (%v): the reset is not shown", attrs)
+				}
+				deadline := time.Now().Add(5 * time.Second)
+				for {
+					got, err := readLifecycleAttrs(l.old)
+					if l.release == nil && (err != nil || sched.Claimed(l.old)) {
+						// Not held by the test: the thread exited, or a
+						// new worker took it and gave it its own
+						// attributes. Neither is a leak.
+						break
+					}
+					if err != nil {
+						t.Fatalf("thread %d, held by the test, cannot be read: %v", l.old, err)
+					}
+					ok := got.name == proc.name && slices.Equal(got.cpus, proc.cpus) && got.policy == proc.policy && got.prio == proc.prio
+					if ok && sched.HasCapSysNice() && got.nice != proc.nice {
+						ok = false
+					}
+					if ok {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("thread %d, left by the work function, still has %v (it had %v while the item ran), want the process's %v", l.old, got, attrs, proc)
+					}
+					time.Sleep(time.Millisecond)
+				}
+			})
+		}
+	}
+}
