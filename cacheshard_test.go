@@ -70,13 +70,14 @@ func TestDefaultScopeIsCacheShard(t *testing.T) {
 }
 
 // TestCacheShardOneLLC72: on 72 CPUs sharing one LLC, a default unbound
+// thread-backed (goroutine-backed queues use one pool whatever the scope)
 // queue gets 9 pools of 8 CPUs, and cache_shard_size 4 makes 18; the
 // cache scope keeps one. Fault caught: the default scope's pods not cut
 // from the LLC, or a size change that does not rebuild the pools.
 func TestCacheShardOneLLC72(t *testing.T) {
 	online := cpuRange(0, 71)
 	injectTopology(t, topology.NewStatic(online, nil, func(int) int { return 0 }, nil))
-	q := mustAlloc(t, "shard72", wq.Unbound, 0)
+	q := mustAlloc(t, "shard72", wq.Unbound, 0, wq.Threads())
 	var want []string
 	for lo := 0; lo < 72; lo += 8 {
 		want = append(want, cpuRange(lo, lo+7).String())
@@ -99,7 +100,7 @@ func TestCacheShardOneLLC72(t *testing.T) {
 	if got := poolGroups(t, q, online); !slices.Equal(got, want) {
 		t.Fatalf("back at 8 the pools serve %v, want %v", got, want)
 	}
-	c := mustAlloc(t, "cache72", wq.Unbound, 0)
+	c := mustAlloc(t, "cache72", wq.Unbound, 0, wq.Threads())
 	if err := c.SetAffinityScope(wq.ScopeCache); err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestCacheShardTwoSocketsSMT(t *testing.T) {
 	online := cpuRange(0, 175)
 	socket := func(c int) int { return c % 88 / 44 }
 	injectTopology(t, topology.NewStatic(online, func(c int) int { return c % 88 }, socket, socket))
-	q := mustAlloc(t, "shard2x44", wq.Unbound, 0)
+	q := mustAlloc(t, "shard2x44", wq.Unbound, 0, wq.Threads())
 	groups := poolGroups(t, q, online)
 	if len(groups) != 12 {
 		t.Fatalf("pools serve %v, want 12 groups", groups)

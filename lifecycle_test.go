@@ -84,14 +84,14 @@ func gateLimitChild(settle bool) {
 		}
 	})
 	defer wq.SetErrorHandler(nil)
-	blocker, err := wq.Alloc("gate-block", wq.Unbound, 512)
+	blocker, err := wq.Alloc("gate-block", wq.Unbound, 512, wq.Threads())
 	if err != nil {
 		childFail("Alloc: %v", err)
 	}
 	const nReclaim = 16
 	var reclaim []*wq.Workqueue
 	for i := range nReclaim {
-		q, err := wq.Alloc(fmt.Sprintf("gate-reclaim%d", i), wq.Unbound|wq.MemReclaim, 8)
+		q, err := wq.Alloc(fmt.Sprintf("gate-reclaim%d", i), wq.Unbound|wq.MemReclaim, 8, wq.Threads())
 		if err != nil {
 			childFail("Alloc MemReclaim %d: %v", i, err)
 		}
@@ -144,7 +144,7 @@ func gateLimitChild(settle bool) {
 	})
 	fmt.Println("phase: the MemReclaim items were rescued")
 	// Every other creator is refused, not aborted.
-	if q, err := wq.Alloc("gate-reclaim-late", wq.Unbound|wq.MemReclaim, 8); !errors.Is(err, wq.ErrThreadLimit) {
+	if q, err := wq.Alloc("gate-reclaim-late", wq.Unbound|wq.MemReclaim, 8, wq.Threads()); !errors.Is(err, wq.ErrThreadLimit) {
 		if q != nil {
 			q.Destroy()
 		}
