@@ -180,7 +180,12 @@ func TestHugeEscapeAfterDoesNotEscapeAtOnce(t *testing.T) {
 		q.QueueOn(cpu, &w)
 		select {
 		case c := <-ran:
-			t.Errorf("escape_after %d: item escaped at once to CPU %d", int64(d), c)
+			// The hold is not airtight on a loaded machine (another worker
+			// of the pool may start it): running on its own CPU is fine,
+			// running elsewhere is an escape.
+			if c != cpu {
+				t.Errorf("escape_after %d: item escaped at once to CPU %d", int64(d), c)
+			}
 			release()
 		case <-time.After(50 * time.Millisecond):
 			release()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,5 +79,28 @@ func TestUIBrowser(t *testing.T) {
 	}
 	if pools == 0 || workers == 0 {
 		t.Errorf("pools table: %d pools, %d workers; want some of each", pools, workers)
+	}
+}
+
+// TestUIScopesTableRendered: the page's affinity-scope table has a row per
+// scope with the scope's name, its pod count and its pods. Fault caught:
+// the rows were built by stringifying cell elements, so every row read
+// "[object HTMLTableCellElement]" three times.
+func TestUIScopesTableRendered(t *testing.T) {
+	srv := serve(t, "wqmon_scopes", 1)
+	ctx := browsertest.New(t, 30*time.Second)
+	row := `#scopes tr[data-scope="system"]`
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(uiURL(srv.URL+"/debug/wq")),
+		chromedp.WaitVisible(chromedp.CSS(row)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#scopes tbody")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(text, "[object") || !strings.Contains(text, "system") || !strings.Contains(text, "[0]=") {
+		t.Errorf("scopes table reads %q; want scope names and pods, no [object ...]", text)
 	}
 }
