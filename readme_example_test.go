@@ -23,13 +23,17 @@ func Example_readmeGo() {
 	}
 	defer q.Destroy() // runs what is queued, then releases the workers
 
-	err = q.Go(func() { verify(7) }) // a closure; nil or why not (wq.ErrDestroyed, ...); never blocks
+	if err := q.Go(func() { verify(7) }); err != nil { // a closure; never blocks
+		log.Print(err) // why not: errors.Is(err, wq.ErrDestroyed), wq.ErrQueueFull, ...
+	}
 
 	g, _ := q.NewGroup(context.Background()) // errgroup's semantics; the first error cancels its ctx
 	for _, b := range []int64{1, 2, 3} {
 		g.Go(func(ctx context.Context) error { return verifyBlock(ctx, b) })
 	}
-	err = g.Wait() // first error (it cancelled ctx); a panic is a *wq.PanicError
+	if err := g.Wait(); err != nil { // the first error (it cancelled ctx); a panic is a *wq.PanicError
+		log.Print(err)
+	}
 }
 
 // Example_readmeUse is the README's "Use" code (README.md shows its body;

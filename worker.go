@@ -239,7 +239,8 @@ func (wk *worker) main() {
 // thread inherits the nice and policy of whichever thread created it. If
 // the process cannot reach the normal class's nice (unprivileged and
 // already niced), the worker keeps the inherited nice; the pool records
-// it (Stats().ClassError) and reports it once. Any other failure fails
+// it (Stats().ClassError), and the first such pool of the process reports
+// it to the error handler. Any other failure fails
 // the creation.
 func (wk *worker) setup(p *pool) error {
 	p.mu.Lock()
@@ -277,11 +278,17 @@ func (wk *worker) setup(p *pool) error {
 	}
 	cerr := p.classErr
 	p.mu.Unlock()
-	if first {
+	if first && inheritedNiceReported.CompareAndSwap(false, true) {
+		// Once per process: in a niced process every normal pool is in
+		// this state, and each says so in Stats().ClassError.
 		goReport(func() { reportError("create_worker", wk.name, cerr) })
 	}
 	return nil
 }
+
+// inheritedNiceReported: the first pool whose workers kept the inherited
+// nice has been reported (setup); the others are not.
+var inheritedNiceReported atomic.Bool
 
 // loop is worker_thread(): park until kicked, then run items while the
 // pool's concurrency management allows. It returns when the worker dies
