@@ -81,7 +81,7 @@ var rtConfigs = []rtConfig{
 	{name: "gowq normal unbound", flags: wq.Unbound},
 	{name: "gowq normal per-CPU", flags: wq.PerCPU},
 	{name: "gowq RT per-CPU", flags: wq.PerCPU | wq.RT},
-	{name: "gowq RT unbound", flags: wq.Unbound | wq.RT},
+	{name: "gowq RT unbound strict", flags: wq.Unbound | wq.RT},
 }
 
 // RoundTripConfigs returns the round-trip rows' names, in table order.
@@ -284,7 +284,8 @@ func (r *RoundTripResult) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "round trip: a plain goroutine queues one item and waits on a channel the item sends on; %d samples per row, GOMAXPROCS %d, us\n", r.Samples, r.GOMAXPROCS)
 	b.WriteString("wake: from the item's send to the waiter's return; sched lat: the runtime's /sched/latencies over the row (runnable to running, bucket bounds)\n")
-	heads := []string{"row", "queue->start p50", "p99", "wake p50", "p99", "round trip p50", "p99", "p50 - qs p50", "p99 / qs p99", "sched lat p50", "p99"}
+	b.WriteString("qs: queue->start; goals for every gowq row: round trip p50 - qs p50 <= 2 us, round trip p99 / qs p99 <= 2x (the goal column)\n")
+	heads := []string{"row", "queue->start p50", "qs p99", "wake p50", "wake p99", "round trip p50", "round trip p99", "p50 - qs p50", "p99 / qs p99", "goal", "sched lat p50", "sched lat p99"}
 	var lines []driver.Line
 	for _, row := range r.Rows {
 		if row.Skipped != "" {
@@ -292,15 +293,21 @@ func (r *RoundTripResult) WriteTable(w io.Writer) error {
 			continue
 		}
 		qs, wk, rt := row.QueueStart, row.Wake, row.RoundTrip
-		ratio := "-"
+		ratio, goal := "-", "-"
 		if qs.P99 > 0 {
 			ratio = fmt.Sprintf("%.2fx", rt.P99/qs.P99)
+		}
+		if strings.HasPrefix(row.Config, "gowq") {
+			goal = "met"
+			if rt.Median-qs.Median > 2 || (qs.P99 > 0 && rt.P99/qs.P99 > 2) {
+				goal = "NOT met"
+			}
 		}
 		lines = append(lines, driver.Line{Cells: []string{row.Config,
 			fmt.Sprintf("%.1f", qs.Median), fmt.Sprintf("%.1f", qs.P99),
 			fmt.Sprintf("%.1f", wk.Median), fmt.Sprintf("%.1f", wk.P99),
 			fmt.Sprintf("%.1f", rt.Median), fmt.Sprintf("%.1f", rt.P99),
-			fmt.Sprintf("%+.1f", rt.Median-qs.Median), ratio,
+			fmt.Sprintf("%+.1f", rt.Median-qs.Median), ratio, goal,
 			fmt.Sprintf("%.1f", row.SchedLatP50), fmt.Sprintf("%.1f", row.SchedLatP99)}})
 	}
 	driver.WriteBox(&b, heads, lines)
