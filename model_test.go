@@ -75,8 +75,10 @@ func logModelStats(t *testing.T, before map[string]int64) {
 	t.Logf("exercised:%s", b.String())
 }
 
-// modelDeadline bounds every wait for something that must happen.
-const modelDeadline = 5 * time.Second
+// modelDeadline bounds every wait for something that must happen. It
+// detects hangs, not slowness: the suite runs beside the lab's tests,
+// whose nice -20 hogs leave a per-CPU worker a few percent of its CPU.
+const modelDeadline = 30 * time.Second
 
 var errModelNoThread = errors.New("model: injected worker creation failure")
 
