@@ -1,0 +1,218 @@
+package wq_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gowq/wq"
+	"github.com/gowq/wq/wqtrace"
+)
+
+// queueGoexitTracer calls runtime.Goexit on the first QueueWork event of the
+// queue named q (on the queuing goroutine), and passes every other event.
+type queueGoexitTracer struct {
+	q    string
+	once atomic.Bool
+}
+
+func (t *queueGoexitTracer) Trace(ev *wqtrace.Event) {
+	if ev.Kind == wqtrace.QueueWork && ev.Workqueue == t.q && t.once.CompareAndSwap(false, true) {
+		runtime.Goexit()
+	}
+}
+
+// TestGroupWaitReturnsAfterTracerGoexitInGo catches a Group.Wait that
+// hangs forever when the goroutine calling Group.Go ends inside the
+// tracer's queue_work (runtime.Goexit): the item is released idle but the
+// group still counts the function as admitted.
+func TestGroupWaitReturnsAfterTracerGoexitInGo(t *testing.T) {
+	q := mustAlloc(t, "grp-tr-goexit", wq.Unbound, 0)
+	wq.SetTracer(&queueGoexitTracer{q: "grp-tr-goexit"})
+	defer wq.SetTracer(nil)
+	g, _ := q.NewGroup(context.Background())
+	g.SetLimit(1)
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		g.Go(func(context.Context) error { t.Error("a function whose queueing was cut short ran"); return nil })
+	}()
+	<-exited
+	wq.SetTracer(nil)
+	// The limit's slot must be free again: TryGo is admitted.
+	ran := make(chan struct{})
+	if !g.TryGo(func(context.Context) error { close(ran); return nil }) {
+		t.Error("TryGo refused: the slot of the cut-short Go is still held")
+	}
+	done := make(chan error, 1)
+	go func() { done <- g.Wait() }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, wq.ErrCancelled) {
+			t.Errorf("Wait = %v, want an error matching ErrCancelled", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Group.Wait hangs after the Go caller exited in the tracer")
+	}
+}
+
+// TestGroupGoexitInFunctionEndsWait catches a runtime.Goexit in a group
+// function that leaves Wait hanging or the queue without a worker.
+func TestGroupGoexitInFunctionEndsWait(t *testing.T) {
+	q := mustAlloc(t, "grp-fn-goexit", wq.Unbound, 1)
+	g, _ := q.NewGroup(context.Background())
+	for range 3 {
+		g.Go(func(context.Context) error { runtime.Goexit(); return nil })
+	}
+	var ran atomic.Int32
+	g.Go(func(context.Context) error { ran.Add(1); return nil })
+	done := make(chan error, 1)
+	go func() { done <- g.Wait() }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, wq.ErrWorkerExit) {
+			t.Errorf("Wait = %v, want an error matching ErrWorkerExit", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Group.Wait hangs after runtime.Goexit in a function")
+	}
+	if ran.Load() != 1 {
+		t.Errorf("the function after the Goexits ran %d times, want 1", ran.Load())
+	}
+	// The queue still serves.
+	ok := make(chan struct{})
+	if err := q.Go(func() { close(ok) }); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ok:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the queue no longer runs items after Goexits in group functions")
+	}
+}
+
+// TestGroupLimitStormAdmitsEveryWaiter catches a lost wake-up in Go's
+// limit wait: SetLimit changing under waiting Go calls (0, 1, 3, none)
+// while functions finish must leave no Go waiting forever.
+func TestGroupLimitStormAdmitsEveryWaiter(t *testing.T) {
+	q := mustAlloc(t, "grp-limit-storm", wq.Unbound, 0)
+	for round := range 20 {
+		g, _ := q.NewGroup(context.Background())
+		g.SetLimit(1)
+		var ran atomic.Int64
+		var callers sync.WaitGroup
+		const n = 64
+		for range n {
+			callers.Add(1)
+			go func() {
+				defer callers.Done()
+				g.Go(func(context.Context) error { ran.Add(1); runtime.Gosched(); return nil })
+			}()
+		}
+		stop := make(chan struct{})
+		storm := make(chan struct{})
+		go func() {
+			defer close(storm)
+			limits := []int{0, 1, 3, 2, 0, 1}
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				g.SetLimit(limits[i%len(limits)])
+				runtime.Gosched()
+			}
+		}()
+		time.Sleep(time.Millisecond)
+		close(stop)
+		<-storm
+		g.SetLimit(2) // a final limit above zero: every waiter must get in
+		finished := make(chan struct{})
+		go func() { callers.Wait(); close(finished) }()
+		select {
+		case <-finished:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("round %d: Go calls still waiting at the limit after SetLimit(2); %d of %d ran", round, ran.Load(), n)
+		}
+		if err := g.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if ran.Load() != n {
+			t.Fatalf("round %d: %d functions ran, want %d", round, ran.Load(), n)
+		}
+	}
+}
+
+// TestGroupDestroyWhileWaitWithInnerGo catches a Wait that hangs, or a
+// function admitted and never run nor refused, when Destroy drains the
+// queue while group functions Go more functions (chained, accepted) and
+// outside callers Go too (refused once Destroy began).
+func TestGroupDestroyWhileWaitWithInnerGo(t *testing.T) {
+	for round := range 5 {
+		q, err := wq.Alloc("grp-destroy-inner", wq.Unbound, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, _ := q.NewGroup(context.Background())
+		var admitted, ran, refused atomic.Int64
+		var fn func(depth int) func(context.Context) error
+		fn = func(depth int) func(context.Context) error {
+			return func(context.Context) error {
+				ran.Add(1)
+				if depth < 6 {
+					admitted.Add(2)
+					g.Go(fn(depth + 1))
+					g.Go(fn(depth + 1))
+				}
+				return nil
+			}
+		}
+		var outside sync.WaitGroup
+		stop := make(chan struct{})
+		for range 4 {
+			outside.Add(1)
+			go func() {
+				defer outside.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					admitted.Add(1)
+					g.Go(func(context.Context) error { ran.Add(1); return nil })
+				}
+			}()
+		}
+		admitted.Add(1)
+		g.Go(fn(0))
+		time.Sleep(time.Duration(round+1) * time.Millisecond)
+		destroyed := make(chan struct{})
+		go func() { q.Destroy(); close(destroyed) }()
+		time.Sleep(time.Millisecond)
+		close(stop)
+		outside.Wait()
+		done := make(chan error, 1)
+		go func() { done <- g.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil && !errors.Is(err, wq.ErrDestroyed) {
+				t.Fatalf("Wait = %v, want nil or ErrDestroyed", err)
+			}
+			if err != nil {
+				refused.Add(1)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatalf("round %d: Group.Wait hangs while Destroy drains: admitted %d, ran %d", round, admitted.Load(), ran.Load())
+		}
+		<-destroyed
+		if ran.Load() > admitted.Load() {
+			t.Fatalf("round %d: %d ran, only %d admitted", round, ran.Load(), admitted.Load())
+		}
+	}
+}
