@@ -169,10 +169,10 @@ func queuedErr(err error) (bool, error) {
 // fn runs as a work function of q: on the caller's CPU's pool for a
 // per-CPU queue, within max_active, in q's worker class. A panic in fn
 // goes to q's panic handler (WithPanicHandler, SetPanicHandler), and the
-// worker lives; for items of Go, PanicInfo's item is valid only during the
-// handler call. Flush and Drain of q wait for fn, and Destroy runs it
-// before it returns. Safe from any goroutine, also from inside a work
-// function. The kernel has no closures; the nearest is queue_work() of a
+// worker lives. The item that carries fn is recycled after the run: the
+// stage recorder's Stages.Work is valid only during the recorder call.
+// Flush and Drain of q wait for fn, and Destroy runs it before it
+// returns. Safe from any goroutine, also from inside a work function. The kernel has no closures; the nearest is queue_work() of a
 // work_struct allocated for one run.
 func (q *Workqueue) Go(fn func()) error {
 	if fn == nil {
@@ -268,11 +268,14 @@ func (q *Workqueue) goQueue(g *goItem) error {
 
 // releaseGoItem puts the goItem whose Work w is back on the free list,
 // after its run. Called by w's worker with its pool lock held, once the
-// worker no longer shows w as its current item. An item queued again
-// through PanicInfo's Work (pending, or started on another worker) is
-// left to that run, which releases it.
+// worker no longer shows w as its current item. Only an idle, enabled
+// item goes back: the stage recorder is handed w (Stages.Work) and may
+// queue, cancel or disable it during its call. An item queued again
+// (pending, or started on another worker) is left to that run, which
+// releases it; a disabled one is left to the garbage collector, since the
+// next Go to take it from the free list would fail with ErrDisabled.
 func releaseGoItem(w *Work) {
-	if w.state.Load()&(stPending|stCanceling) != 0 || w.runner.Load() != nil {
+	if w.state.Load()&(stPending|stCanceling|stDisableMask) != 0 || w.runner.Load() != nil {
 		return
 	}
 	goItemOf(w).recycle()
