@@ -159,3 +159,77 @@ func TestGoGroupSubmitRacingDestroyNoLeak(t *testing.T) {
 		}
 	}
 }
+
+// TestGoFlushDrainStorm catches a Flush or Drain that hangs, or an
+// accepted closure that never runs, while Go, Group.Go and Submit race
+// Flush and Drain storms (Drain refuses outside callers with
+// ErrDraining; nothing accepted may be lost).
+func TestGoFlushDrainStorm(t *testing.T) {
+	q := mustAlloc(t, "go-flush-storm", wq.Unbound, 4)
+	var accepted, ran atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				g, _ := q.NewGroup(context.Background())
+				for range 8 {
+					if err := q.Go(func() { ran.Add(1) }); err == nil {
+						accepted.Add(1)
+					} else if !errors.Is(err, wq.ErrDraining) {
+						t.Errorf("Go = %v", err)
+						return
+					}
+					g.Go(func(context.Context) error { return nil })
+				}
+				f := wq.Submit(q, context.Background(), func(context.Context) (int, error) { return 1, nil })
+				if err := g.Wait(); err != nil && !errors.Is(err, wq.ErrDraining) {
+					t.Errorf("Group.Wait = %v", err)
+					return
+				}
+				if _, err := f.Wait(nil); err != nil && !errors.Is(err, wq.ErrDraining) {
+					t.Errorf("Future.Wait = %v", err)
+					return
+				}
+			}
+		}()
+	}
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if i%4 == 0 {
+					q.Drain()
+				} else {
+					q.Flush()
+				}
+			}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(60 * time.Second):
+		t.Fatal("a Flush, Drain, Group.Wait or Future.Wait hangs in the storm")
+	}
+	q.Flush()
+	if a, r := accepted.Load(), ran.Load(); a != r {
+		t.Fatalf("%d closures accepted, %d ran", a, r)
+	}
+}
