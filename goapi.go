@@ -334,8 +334,11 @@ func (w *Work) traceContext() context.Context {
 }
 
 // cancelGoItem ends the goItem whose Work w is, when w was cancelled
-// before it ran by a path that took it off a list, such as CancelPending
-// (not a queue refusal: goQueue handles those): a Group function counts as
+// before it ran by a path that took it off a list, such as CancelPending,
+// or released it unlinked because the queuing goroutine is ending (a
+// tracer's runtime.Goexit in queue_work, where no caller is left to take
+// the refusal; a queue refusal is not such a path: goQueue handles
+// those): a Group function counts as
 // returning ErrCancelled, a Future is done with it, and the item goes back
 // to the free list. Every path that cancels queued items wholesale must
 // call it for each oneShot item it cancelled, after releasing PENDING, or
