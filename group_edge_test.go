@@ -216,3 +216,36 @@ func TestGroupDestroyWhileWaitWithInnerGo(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupInnerGoAtLimitOnPerCPUQueue catches a Go from inside a group
+// function that waits at the limit forever on a per-CPU queue because
+// concurrency management keeps counting the waiting worker as running and
+// never starts the function that would free the slot (the kernel's
+// wq_worker_sleeping).
+func TestGroupInnerGoAtLimitOnPerCPUQueue(t *testing.T) {
+	q := mustAlloc(t, "grp-inner-percpu", wq.PerCPU, 0)
+	g, _ := q.NewGroup(context.Background())
+	g.SetLimit(2)
+	var ran atomic.Int32
+	g.Go(func(context.Context) error {
+		for range 4 {
+			// The second of these waits for the first to return: it
+			// was queued on this CPU's pool, behind this worker.
+			g.Go(func(context.Context) error { ran.Add(1); return nil })
+		}
+		return nil
+	})
+	done := make(chan error, 1)
+	go func() { done <- g.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("Group.Go at the limit inside a per-CPU group function waits forever; %d of 4 ran", ran.Load())
+	}
+	if ran.Load() != 4 {
+		t.Fatalf("%d of 4 ran", ran.Load())
+	}
+}
