@@ -40,3 +40,42 @@ func TestFutureDoneWinsOverDoneCtx(t *testing.T) {
 		}
 	}
 }
+
+// TestFutureWaitFromOwnFunctionAfterThreadMove catches a Future.Wait
+// called from inside the future's own function that waits forever instead
+// of returning ErrDeadlock because the function unlocked the worker's
+// goroutine and it moved to another thread.
+func TestFutureWaitFromOwnFunctionAfterThreadMove(t *testing.T) {
+	q, err := wq.Alloc("fut-wait-moved", wq.Unbound, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := make(chan error, 1)
+	moved := make(chan bool, 1)
+	var f *wq.Future[int]
+	ready := make(chan struct{})
+	f = wq.Submit(q, context.Background(), func(context.Context) (int, error) {
+		<-ready
+		m := moveOffWorkerThread()
+		moved <- m
+		if m {
+			_, err := f.Wait(nil)
+			res <- err
+		}
+		return 1, nil
+	})
+	close(ready)
+	if !<-moved {
+		q.Destroy()
+		t.Skip("the work function's goroutine did not move to another thread")
+	}
+	select {
+	case err := <-res:
+		if !errors.Is(err, wq.ErrDeadlock) {
+			t.Errorf("Future.Wait from its own function = %v, want ErrDeadlock", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Future.Wait from inside its own function (moved off the worker's thread) waits forever")
+	}
+	q.Destroy()
+}

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -248,4 +249,75 @@ func TestGroupInnerGoAtLimitOnPerCPUQueue(t *testing.T) {
 	if ran.Load() != 4 {
 		t.Fatalf("%d of 4 ran", ran.Load())
 	}
+}
+
+// moveOffWorkerThread, called from a work function, unlocks the worker's
+// goroutine from its thread (every LockOSThread level the worker holds)
+// and blocks until the goroutine runs on another thread: a helper
+// goroutine locks the old thread while this one sleeps. It reports
+// whether the goroutine moved. The worker is retired after the item
+// (its thread was lost), as for any work function that does this.
+func moveOffWorkerThread() bool {
+	old := syscall.Gettid()
+	for range 200 {
+		runtime.UnlockOSThread()
+	}
+	for range 200 {
+		release := make(chan struct{})
+		locked := make(chan struct{})
+		go func() {
+			runtime.LockOSThread()
+			close(locked)
+			<-release
+			runtime.UnlockOSThread()
+		}()
+		time.Sleep(50 * time.Microsecond)
+		moved := syscall.Gettid() != old
+		<-locked
+		close(release)
+		if moved {
+			return true
+		}
+	}
+	return false
+}
+
+// TestGroupWaitFromOwnFunctionAfterThreadMove catches a Group.Wait called
+// from inside one of the group's functions that waits forever instead of
+// returning ErrDeadlock because the function unlocked the worker's
+// goroutine and it moved to another thread, where a by-thread self check
+// finds no worker.
+func TestGroupWaitFromOwnFunctionAfterThreadMove(t *testing.T) {
+	q, err := wq.Alloc("grp-wait-moved", wq.Unbound, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := q.NewGroup(context.Background())
+	res := make(chan error, 1)
+	moved := make(chan bool, 1)
+	g.Go(func(context.Context) error {
+		m := moveOffWorkerThread()
+		moved <- m
+		if m {
+			res <- g.Wait()
+		}
+		return nil
+	})
+	if !<-moved {
+		q.Destroy()
+		t.Skip("the work function's goroutine did not move to another thread")
+	}
+	select {
+	case err := <-res:
+		if !errors.Is(err, wq.ErrDeadlock) {
+			t.Errorf("Group.Wait from its own function = %v, want ErrDeadlock", err)
+		}
+	case <-time.After(10 * time.Second):
+		// The function waits for itself forever: q cannot be destroyed.
+		t.Fatal("Group.Wait from inside its own function (moved off the worker's thread) waits forever")
+	}
+	if err := g.Wait(); err != nil {
+		t.Error(err)
+	}
+	q.Destroy()
 }
