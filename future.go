@@ -129,10 +129,9 @@ func (f *Future[T]) cancelTask(err error) {
 }
 
 // inOwnFunction reports whether the caller is the worker running f's
-// function, also when its goroutine moved off the worker's thread
-// (selfWorkerAnyThread; Wait calls this only when it would block).
+// function.
 func (f *Future[T]) inOwnFunction() bool {
-	wk := selfWorkerAnyThread()
+	wk := selfWorker()
 	if wk == nil {
 		return false
 	}

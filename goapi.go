@@ -8,8 +8,6 @@ import (
 	"runtime/trace"
 	"sync"
 	"unsafe"
-
-	"github.com/gowq/wq/internal/sched"
 )
 
 // The Go layer: closures and errors.
@@ -322,33 +320,6 @@ func (g *goItem) userFunc() any {
 		return g.efn
 	case g.task != nil:
 		return g.task.taskFunc()
-	}
-	return nil
-}
-
-// workersByG maps the goroutine id of each worker that has a thread
-// (setIdentity to clearIdentity) to the worker: selfWorkerAnyThread's
-// slow way. Goroutine ids are never reused; thread ids are, and a new
-// worker may take the thread a moved one left.
-var workersByG sync.Map // int64 -> *worker
-
-// selfWorkerAnyThread is selfWorker that also finds the worker whose
-// goroutine the caller is when a work function unlocked that goroutine
-// from the worker's thread (runtime.UnlockOSThread as many times as the
-// worker locked it) and it moved to another thread, where selfWorker,
-// which looks the thread up, finds none or another worker. The slow way
-// costs about 2 us (sched.GoroutineState): for the self-wait checks,
-// before a wait that would block anyway.
-func selfWorkerAnyThread() *worker {
-	if wk := selfWorker(); wk != nil {
-		return wk
-	}
-	id, _, ok := sched.GoroutineState()
-	if !ok {
-		return nil
-	}
-	if x, ok := workersByG.Load(id); ok {
-		return x.(*worker)
 	}
 	return nil
 }

@@ -219,21 +219,11 @@ func (g *Group) setErr(err error) {
 }
 
 // inOwnFunction reports whether the caller is a worker running one of
-// g's functions, also one whose goroutine moved off the worker's thread
-// (selfWorkerAnyThread's slow way, taken only while some function has not
-// returned: Wait would then block).
+// g's functions.
 func (g *Group) inOwnFunction() bool {
 	wk := selfWorker()
 	if wk == nil {
-		g.mu.Lock()
-		busy := g.active > 0
-		g.mu.Unlock()
-		if !busy {
-			return false
-		}
-		if wk = selfWorkerAnyThread(); wk == nil {
-			return false
-		}
+		return false
 	}
 	w := wk.current // the worker's own field, read on its own goroutine
 	return w != nil && w.oneShot && goItemOf(w).grp == g

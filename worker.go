@@ -159,7 +159,6 @@ func (wk *worker) setIdentity(tid int) {
 	wk.thread.Set()
 	if id, _, ok := sched.GoroutineState(); ok {
 		wk.goid.Store(id)
-		workersByG.Store(id, wk)
 	}
 	wk.tid = tid
 	wk.self.Store(int32(tid))
@@ -170,9 +169,6 @@ func (wk *worker) setIdentity(tid int) {
 // pool.mu held, before the goroutine exits (the thread dies after).
 func (wk *worker) clearIdentity() {
 	workers.Leave(wk.tid, wk)
-	if id := wk.goid.Load(); id != 0 {
-		workersByG.CompareAndDelete(id, wk)
-	}
 	wk.tid = 0
 	wk.self.Store(0)
 }
