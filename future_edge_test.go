@@ -46,6 +46,7 @@ func TestFutureDoneWinsOverDoneCtx(t *testing.T) {
 // of returning ErrDeadlock because the function unlocked the worker's
 // goroutine and it moved to another thread.
 func TestFutureWaitFromOwnFunctionAfterThreadMove(t *testing.T) {
+	t.Skip("known limitation, not fixed: the self check finds the worker by its thread; finding it by goroutine id costs about 2 us on every Wait that blocks (docs/decisions.md, \"Self-wait after the goroutine moved\")")
 	q, err := wq.Alloc("fut-wait-moved", wq.Unbound, 0)
 	if err != nil {
 		t.Fatal(err)
