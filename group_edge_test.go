@@ -322,3 +322,55 @@ func TestGroupWaitFromOwnFunctionAfterThreadMove(t *testing.T) {
 	}
 	q.Destroy()
 }
+
+// TestGoAPIFunctionsThatLeaveTheWorkerThread catches a Group.Wait or
+// Future.Wait that hangs, a closure that runs twice, or a queue left
+// without workers, when Go, Group and Submit functions unlock the worker's
+// goroutine from its thread and move off it (the worker is then retired
+// and its item finished on the exit path, which recycles the Go item).
+func TestGoAPIFunctionsThatLeaveTheWorkerThread(t *testing.T) {
+	q := mustAlloc(t, "goapi-leave-thread", wq.Unbound, 2)
+	var ran atomic.Int32
+	g, _ := q.NewGroup(context.Background())
+	for range 3 {
+		g.Go(func(context.Context) error { moveOffWorkerThread(); ran.Add(1); return nil })
+	}
+	f := wq.Submit(q, context.Background(), func(context.Context) (int, error) { moveOffWorkerThread(); ran.Add(1); return 5, nil })
+	if err := q.Go(func() { moveOffWorkerThread(); ran.Add(1) }); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- g.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Group.Wait hangs after functions left the worker's thread")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if v, err := f.Wait(ctx); v != 5 || err != nil {
+		t.Fatalf("Future.Wait = %d, %v", v, err)
+	}
+	flushed := make(chan struct{})
+	go func() { q.Flush(); close(flushed) }()
+	select {
+	case <-flushed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Flush hangs after functions left the worker's thread")
+	}
+	if ran.Load() != 5 {
+		t.Fatalf("%d of 5 functions ran", ran.Load())
+	}
+	for range 20 { // the retired workers were replaced
+		if err := q.Go(func() { ran.Add(1) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q.Flush()
+	if ran.Load() != 25 {
+		t.Fatalf("%d of 25 functions ran", ran.Load())
+	}
+}
