@@ -171,10 +171,10 @@ func queuedErr(err error) (bool, error) {
 // fn runs as a work function of q: on the caller's CPU's pool for a
 // per-CPU queue, within max_active, in q's worker class. A panic in fn
 // goes to q's panic handler (WithPanicHandler, SetPanicHandler), and the
-// worker lives; for items of Go, PanicInfo's item is valid only during the
-// handler call. Flush and Drain of q wait for fn, and Destroy runs it
-// before it returns. Safe from any goroutine, also from inside a work
-// function. The kernel has no closures; the nearest is queue_work() of a
+// worker lives. The item that carries fn is recycled after the run: the
+// stage recorder's Stages.Work is valid only during the recorder call.
+// Flush and Drain of q wait for fn, and Destroy runs it before it
+// returns. Safe from any goroutine, also from inside a work function. The kernel has no closures; the nearest is queue_work() of a
 // work_struct allocated for one run.
 func (q *Workqueue) Go(fn func()) error {
 	if fn == nil {
@@ -270,11 +270,14 @@ func (q *Workqueue) goQueue(g *goItem) error {
 
 // releaseGoItem puts the goItem whose Work w is back on the free list,
 // after its run. Called by w's worker with its pool lock held, once the
-// worker no longer shows w as its current item. An item queued again
-// through PanicInfo's Work (pending, or started on another worker) is
-// left to that run, which releases it.
+// worker no longer shows w as its current item. Only an idle, enabled
+// item goes back: the stage recorder is handed w (Stages.Work) and may
+// queue, cancel or disable it during its call. An item queued again
+// (pending, or started on another worker) is left to that run, which
+// releases it; a disabled one is left to the garbage collector, since the
+// next Go to take it from the free list would fail with ErrDisabled.
 func releaseGoItem(w *Work) {
-	if w.state.Load()&(stPending|stCanceling) != 0 || w.runner.Load() != nil {
+	if w.state.Load()&(stPending|stCanceling|stDisableMask) != 0 || w.runner.Load() != nil {
 		return
 	}
 	goItemOf(w).recycle()
@@ -333,8 +336,11 @@ func (w *Work) traceContext() context.Context {
 }
 
 // cancelGoItem ends the goItem whose Work w is, when w was cancelled
-// before it ran by a path that took it off a list, such as CancelPending
-// (not a queue refusal: goQueue handles those): a Group function counts as
+// before it ran by a path that took it off a list, such as CancelPending,
+// or released it unlinked because the queuing goroutine is ending (a
+// tracer's runtime.Goexit in queue_work, where no caller is left to take
+// the refusal; a queue refusal is not such a path: goQueue handles
+// those): a Group function counts as
 // returning ErrCancelled, a Future is done with it, and the item goes back
 // to the free list. Every path that cancels queued items wholesale must
 // call it for each oneShot item it cancelled, after releasing PENDING, or

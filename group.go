@@ -63,7 +63,9 @@ func (q *Workqueue) NewGroup(ctx context.Context) (*Group, context.Context) {
 // ErrWorkerExit. A Go that the queue refuses (ErrDestroyed, ErrDraining,
 // ErrQueueFull, ...) counts as fn returning that error, and fn never
 // runs; so does a nil fn, with ErrNoFunc, and a function that
-// CancelPending dropped before it started, with ErrCancelled. Group panics count in the
+// CancelPending dropped before it started, with ErrCancelled, as does one
+// whose Go call ended inside the tracer's queue_work (runtime.Goexit),
+// before fn was linked. Group panics count in the
 // queue's Stats().Panics but are not given to its panic handler: Wait is
 // their handler.
 //
