@@ -220,6 +220,7 @@ func (pq *pwq) cancelListed() int {
 	for _, w := range taken {
 		w.markCancelled()
 		w.release()
+		cancelGoItem(w) // a Group function or Future ends with ErrCancelled
 	}
 	return len(taken)
 }

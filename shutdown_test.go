@@ -361,3 +361,45 @@ func TestDestroyContextCancelledCtxBeginsDestroy(t *testing.T) {
 		t.Fatal("Queue accepted after Destroy")
 	}
 }
+
+// TestCancelPendingEndsGroupAndFuture: CancelPending of queued Group
+// functions and Futures makes Group.Wait and Future.Wait return
+// ErrCancelled. Fault caught: the one-shot items were cancelled off the
+// lists without ending their group or future, and Wait hung.
+func TestCancelPendingEndsGroupAndFuture(t *testing.T) {
+	q, err := wq.Alloc("cp-group", wq.Unbound, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Destroy()
+	block, started := make(chan struct{}), make(chan struct{})
+	if err := q.Go(func() { close(started); <-block }); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	ctx := context.Background()
+	g, _ := q.NewGroup(ctx)
+	for range 3 {
+		g.Go(func(context.Context) error { return nil })
+	}
+	f := wq.Submit(q, ctx, func(context.Context) (int, error) { return 1, nil })
+	if n := q.CancelPending(); n != 4 {
+		t.Errorf("CancelPending = %d, want 4", n)
+	}
+	close(block)
+	done := make(chan error, 1)
+	go func() { done <- g.Wait() }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, wq.ErrCancelled) {
+			t.Errorf("Group.Wait = %v, want ErrCancelled", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Group.Wait hangs after CancelPending")
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := f.Wait(wctx); !errors.Is(err, wq.ErrCancelled) {
+		t.Errorf("Future.Wait = %v, want ErrCancelled", err)
+	}
+}
