@@ -161,8 +161,9 @@ func (q *Workqueue) reportRefused(op string, w *Work, err error) {
 // or held by a CancelSync: Queue's false, the kernel's dedup), ctx.Err()
 // when ctx ended first (w is then not queued by this call), and the
 // refusal otherwise, without reporting it to the error handler:
-// ErrDestroyed, ErrDraining (from outside q's own items while q drains),
-// ErrNoFunc. A ctx that is already done returns ctx.Err() and queues
+// ErrDestroyed, ErrDraining (from outside q's own items while q drains;
+// while Destroy drains, an error matching both, as Go returns), ErrNoFunc,
+// ErrOtherQueue. A ctx that is already done returns ctx.Err() and queues
 // nothing. It blocks only while the queue is full: the wait is a channel
 // closed when an item of q starts or is cancelled, never a poll. On an
 // unbounded queue it never blocks. Waiters are woken together and race
@@ -211,25 +212,23 @@ func (q *Workqueue) QueueContext(ctx context.Context, w *Work) error {
 	if q.bp.max > 0 {
 		w.pendQ = q
 	}
-	if q.queuePended(cpuUnbound, w) {
-		return nil
-	}
-	// Refused after the checks above (destroyed or draining meanwhile);
-	// queuePended released w and reported the refusal.
-	if err := q.refusal(); err != nil {
-		return err
-	}
-	return ErrDestroyed
+	// nil, or the refusal of a destroy or drain that began after the
+	// checks above (w released, nothing reported), as QueueErr returns it.
+	return q.queuePendedErr(cpuUnbound, w, false, nil)
 }
 
 // refusal returns the error a queue call from the caller would be
 // refused with now, without the MaxPending check: ErrDestroyed, or
-// ErrDraining from outside q's own items while q drains; nil otherwise.
+// ErrDraining from outside q's own items while q drains (an error that
+// matches ErrDestroyed too while Destroy drains); nil otherwise.
 func (q *Workqueue) refusal() error {
 	if q.destroyed.Load() {
 		return ErrDestroyed
 	}
 	if q.draining.Load() != 0 && !q.isChained() {
+		if q.dying.Load() {
+			return errDestroying // matches ErrDestroyed and ErrDraining, as Go's
+		}
 		return ErrDraining
 	}
 	return nil

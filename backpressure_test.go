@@ -492,3 +492,41 @@ func TestErrorCallsReturnQueueFull(t *testing.T) {
 	}
 	q.Destroy()
 }
+
+// TestQueueContextDuringDestroyMatchesDestroyed: a QueueContext waiting
+// for room when Destroy begins returns an error matching ErrDestroyed (and
+// ErrDraining), as Go's does. Fault caught: it matched ErrDraining only,
+// so a producer that stops on ErrDestroyed went on.
+func TestQueueContextDuringDestroyMatchesDestroyed(t *testing.T) {
+	q, err := wq.Alloc("qc-destroy", wq.Unbound, 1, wq.MaxPending(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, started := make(chan struct{}), make(chan struct{})
+	if err := q.Go(func() { close(started); <-block }); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	if err := q.Go(func() {}); err != nil { // fills the one slot
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() { got <- q.QueueContext(context.Background(), wq.NewWork(func() {})) }()
+	destroyed := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		destroyed <- q.DestroyContext(ctx)
+	}()
+	select {
+	case err := <-got:
+		if !errors.Is(err, wq.ErrDestroyed) || !errors.Is(err, wq.ErrDraining) {
+			t.Errorf("QueueContext during Destroy = %v; want an error matching ErrDestroyed and ErrDraining", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("QueueContext not woken by Destroy")
+	}
+	close(block)
+	<-destroyed
+	q.Destroy()
+}

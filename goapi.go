@@ -155,7 +155,10 @@ func queuedErr(err error) (bool, error) {
 
 // Go queues fn to run once on one of q's workers, as Queue would queue a
 // Work that runs fn. It returns nil when fn is queued; fn then runs
-// exactly once, unless the process exits first. It returns an error, and
+// exactly once, unless CancelPending drops it first (nothing tells fn's
+// caller: count with CancelPending's result, or use a Group or Submit,
+// whose Wait then returns ErrCancelled) or the process exits. It returns
+// an error, and
 // fn never runs, when q refuses it (errors.Is):
 //   - ErrNoFunc: fn is nil;
 //   - ErrDestroyed: q was destroyed, or Destroy is draining it (that
@@ -174,7 +177,8 @@ func queuedErr(err error) (bool, error) {
 // worker lives. The item that carries fn is recycled after the run: the
 // stage recorder's Stages.Work is valid only during the recorder call.
 // Flush and Drain of q wait for fn, and Destroy runs it before it
-// returns. Safe from any goroutine, also from inside a work function. The kernel has no closures; the nearest is queue_work() of a
+// returns. Safe from any goroutine, also from inside a work function.
+// The kernel has no closures; the nearest is queue_work() of a
 // work_struct allocated for one run.
 func (q *Workqueue) Go(fn func()) error {
 	if fn == nil {

@@ -94,9 +94,12 @@ func (g *Group) Go(fn func(ctx context.Context) error) {
 }
 
 // TryGo is Go that does not wait: it returns false, and queues nothing,
-// when the group's limit is reached; true when fn was admitted (queued,
-// or refused by the queue and counted as returning the refusal, see Go).
-// A zero Group returns false. Never blocks. Mirrors errgroup's TryGo.
+// when the group's limit is reached or when the queue refuses fn (full
+// under MaxPending, draining, destroyed: pond's TrySubmit); such a refusal
+// is not recorded as the group's error and cancels nothing. It returns
+// true when fn was queued; a nil fn is admitted and counts as returning
+// ErrNoFunc, as with Go. A zero Group returns false. Never blocks.
+// Mirrors errgroup's TryGo.
 func (g *Group) TryGo(fn func(ctx context.Context) error) bool {
 	if g.q == nil {
 		g.setErr(errZeroGroup)
@@ -109,7 +112,17 @@ func (g *Group) TryGo(fn func(ctx context.Context) error) bool {
 	}
 	g.active++
 	g.mu.Unlock()
-	g.start(fn)
+	if fn == nil {
+		g.start(fn)
+		return true
+	}
+	g.wg.Add(1)
+	it := getGoItem()
+	it.efn, it.grp, it.ctx = fn, g, g.ctx
+	if err := g.q.goQueue(it); err != nil {
+		g.done(nil) // not admitted after all: frees the slot, records nothing
+		return false
+	}
 	return true
 }
 

@@ -374,3 +374,39 @@ func TestGoAPIFunctionsThatLeaveTheWorkerThread(t *testing.T) {
 		t.Fatalf("%d of 25 functions ran", ran.Load())
 	}
 }
+
+// TestTryGoRefusedByFullQueueReturnsFalse: TryGo on a queue that refuses
+// the function (full under MaxPending) returns false, runs nothing and
+// records no error: the group's context stays live and Wait returns nil.
+// Fault caught: TryGo returned true for a refused function and the
+// refusal cancelled the whole group.
+func TestTryGoRefusedByFullQueueReturnsFalse(t *testing.T) {
+	q, err := wq.Alloc("trygo-full", wq.Unbound, 1, wq.MaxPending(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Destroy()
+	block, started := make(chan struct{}), make(chan struct{})
+	if err := q.Go(func() { close(started); <-block }); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	g, ctx := q.NewGroup(context.Background())
+	var ran atomic.Int32
+	if !g.TryGo(func(context.Context) error { ran.Add(1); return nil }) {
+		t.Fatal("TryGo with room = false")
+	}
+	if g.TryGo(func(context.Context) error { ran.Add(1); return nil }) {
+		t.Error("TryGo on a full queue = true, want false")
+	}
+	if ctx.Err() != nil {
+		t.Errorf("a refused TryGo cancelled the group's context: %v", context.Cause(ctx))
+	}
+	close(block)
+	if err := g.Wait(); err != nil {
+		t.Errorf("Wait = %v, want nil", err)
+	}
+	if n := ran.Load(); n != 1 {
+		t.Errorf("%d functions ran, want 1", n)
+	}
+}

@@ -72,7 +72,11 @@ func (q *Workqueue) reportPanic(pi PanicInfo) {
 // WithErrorHandler (queueing on it, flushing, draining or destroying it)
 // go to that queue's handler instead; errors of operations on an item
 // alone (Work.Flush, Cancel, Disable, Enable) and of pools shared by
-// several queues (worker creation) come here. Safe from any goroutine; the
+// several queues (worker creation) come here. The handler runs on the
+// goroutine that made the call (a Queue refusal: the queuer's), or on a
+// worker for errors found there; a panic in it is recovered and logged,
+// but a runtime.Goexit in it ends that goroutine, as it would anywhere
+// (the refused item is released first). Safe from any goroutine; the
 // handler must not block.
 func SetErrorHandler(h func(op, fn string, err error)) { handlers.SetError(h) }
 
