@@ -10,12 +10,12 @@ import (
 	"github.com/gowq/wq/kthread"
 )
 
-// TestReviewModDelayedRacesExpiry: ModDelayedWork with delays of a few us
+// TestModDelayedRacingExpiryRunsOnceOrTwice: ModDelayedWork with delays of a few us
 // races the timer's expiry (the stale-callback count), on Go timers and
 // on the RT timer thread; after each round's FlushWork the item ran once
 // or twice (twice when the first arming fired and ran before the second
 // ModDelayedWork), never zero times (lost) nor three (fired twice).
-func TestReviewModDelayedRacesExpiry(t *testing.T) {
+func TestModDelayedRacingExpiryRunsOnceOrTwice(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		opts []kthread.Option

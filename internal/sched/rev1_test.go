@@ -57,14 +57,14 @@ func TestThreadCheckCatchesTokenReuse(t *testing.T) {
 	}
 }
 
-// TestRev1ReservePKeepsUserGOMAXPROCS: since today the CM monitor calls
+// TestReservePKeepsUserGOMAXPROCS: since today the CM monitor calls
 // ReserveP(1) whenever a pool of any class exists, and ReserveP sets
 // GOMAXPROCS to a base captured at the first reservation: a GOMAXPROCS the
 // program sets while wq pools exist is overwritten by the next reservation
 // or release (an RT pool made or destroyed, the monitor stopping). KNOWN
 // FAILING (not fixed; a design choice to make: reserve relative to the
 // current value).
-func TestRev1ReservePKeepsUserGOMAXPROCS(t *testing.T) {
+func TestReservePKeepsUserGOMAXPROCS(t *testing.T) {
 	orig := runtime.GOMAXPROCS(0)
 	defer runtime.GOMAXPROCS(orig)
 	ReserveP(1) // the CM monitor starts
@@ -83,14 +83,14 @@ func TestRev1ReservePKeepsUserGOMAXPROCS(t *testing.T) {
 	}
 }
 
-// TestRev1PIMutexRelockPanicUnlocksThread: a second Lock from the
+// TestPIMutexRelockPanicUnlocksThread: a second Lock from the
 // owner's thread panics (EDEADLK). That is how a tracer that queues on an
 // RT pool from an event traced under that pool's lock fails, and the
 // tracer's panic is recovered (wq's emit); the goroutine must not stay
 // locked to its thread by the failed Lock's LockOSThread. Seen by the
 // thread: a goroutine that ends locked takes its thread with it. (Failed
 // before the fix.)
-func TestRev1PIMutexRelockPanicUnlocksThread(t *testing.T) {
+func TestPIMutexRelockPanicUnlocksThread(t *testing.T) {
 	var m PIMutex
 	tidc := make(chan int)
 	go func() {
