@@ -404,3 +404,43 @@ func TestDestroyReportsFiringTimers(t *testing.T) {
 		}
 	}
 }
+
+func TestDelayed(t *testing.T) {
+	q := mustAlloc(t, "delayed", wq.Unbound, 0)
+	var runs atomic.Int32
+	dw := wq.NewDelayedWork(func() { runs.Add(1) })
+	if !q.QueueDelayed(dw, time.Hour) {
+		t.Fatal("QueueDelayed returned false")
+	}
+	if q.QueueDelayed(dw, time.Hour) {
+		t.Error("QueueDelayed of a pending item returned true")
+	}
+	if !q.ModDelayed(dw, time.Hour) {
+		t.Error("ModDelayed of a pending item returned false")
+	}
+	// flush_delayed_work queues a pending timer at once and waits.
+	if !dw.Flush() {
+		t.Error("Flush of an armed delayed item returned false")
+	}
+	if runs.Load() != 1 {
+		t.Fatalf("runs = %d after Flush, want 1", runs.Load())
+	}
+	if q.ModDelayed(dw, time.Millisecond) {
+		t.Error("ModDelayed of an idle item returned true")
+	}
+	waitFor(t, "delayed run", func() bool { return runs.Load() == 2 })
+	q.QueueDelayed(dw, time.Hour)
+	if !dw.Cancel() {
+		t.Error("Cancel of an armed delayed item returned false")
+	}
+	if dw.Pending() {
+		t.Error("pending after Cancel")
+	}
+	q.QueueDelayed(dw, time.Hour)
+	if !dw.CancelSync() {
+		t.Error("CancelSync of an armed delayed item returned false")
+	}
+	if runs.Load() != 2 {
+		t.Errorf("runs = %d, want 2", runs.Load())
+	}
+}

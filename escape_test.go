@@ -16,40 +16,6 @@ import (
 	"go.uber.org/goleak"
 )
 
-// escapeCPU returns a CPU whose items can escape (another CPU is online),
-// or skips the test.
-func escapeCPU(t *testing.T) int {
-	t.Helper()
-	cpus := wq.OnlineCPUs()
-	if len(cpus) < 2 {
-		t.Skip("needs 2 CPUs: an item escapes to another CPU")
-	}
-	return cpus[0]
-}
-
-// holdPool makes the workers of q's pool for cpu unable to start anything
-// (each blocks when woken, as a worker that cannot get its CPU) until the
-// returned release is called; release also runs at cleanup, before the
-// queue is destroyed.
-func holdPool(t *testing.T, q *wq.Workqueue, cpu int) func() {
-	t.Helper()
-	var once sync.Once
-	rel := wq.HoldWakeups(q, cpu)
-	release := func() { once.Do(rel) }
-	t.Cleanup(release)
-	return release
-}
-
-func allocEscape(t *testing.T, name string, flags wq.Flags, maxActive int, d time.Duration) *wq.Workqueue {
-	t.Helper()
-	q, err := wq.Alloc(name, flags, maxActive, wq.EscapeAfter(d))
-	if err != nil {
-		t.Fatalf("Alloc(%q, EscapeAfter(%v)): %v", name, d, err)
-	}
-	t.Cleanup(q.Destroy)
-	return q
-}
-
 // An item whose CPU's pool cannot start it runs on another CPU once it has
 // waited escape_after, counted as ESC, and the pool's own worker starts
 // nothing meanwhile.

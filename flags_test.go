@@ -139,3 +139,14 @@ func nicedChild(t *testing.T) {
 	t.Log("NICED-OK")
 	println("NICED-OK")
 }
+
+func TestFlagsValidation(t *testing.T) {
+	for _, f := range []wq.Flags{wq.PerCPU | wq.Unbound, wq.HighPri | wq.RT, 1 << 20} {
+		if _, err := wq.Alloc("bad", f, 0); !errors.Is(err, wq.ErrInvalidFlags) {
+			t.Errorf("Alloc(%v) err = %v, want ErrInvalidFlags", f, err)
+		}
+	}
+	if _, err := wq.AllocOrdered("bad", wq.PerCPU); !errors.Is(err, wq.ErrInvalidFlags) {
+		t.Errorf("AllocOrdered(PerCPU) err = %v, want ErrInvalidFlags", err)
+	}
+}

@@ -1,6 +1,7 @@
 package wq
 
 import (
+	"errors"
 	"runtime"
 	"testing"
 	"time"
@@ -64,4 +65,56 @@ func sleepingThread(t *testing.T) (int, func()) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// pendedItem returns a new item whose PENDING the caller owns, and the
+// channel its function signals when it runs.
+func pendedItem(t *testing.T) (*Work, chan struct{}) {
+	t.Helper()
+	ran := make(chan struct{}, 1)
+	w := NewWork(func() { ran <- struct{}{} })
+	if !w.tryPend() {
+		t.Fatal("tryPend failed on a new item")
+	}
+	return w, ran
+}
+
+// waitRan fails the test with msg unless ran is signalled within 30 s.
+func waitRan(t *testing.T, ran chan struct{}, msg string) {
+	t.Helper()
+	select {
+	case <-ran:
+	case <-time.After(30 * time.Second):
+		t.Fatal(msg)
+	}
+}
+
+// fakeScanner makes p look as if a worker were between items, so that
+// queue calls push (tryPush); the returned func undoes it and drains.
+func fakeScanner(p *pool) func() {
+	p.scanners.Add(1)
+	return func() {
+		p.scanners.Add(-1)
+		p.mu.Lock()
+		p.mu.Unlock()
+	}
+}
+
+// setPoolNice gives the unbound queue q nice want, so that q gets a pool of
+// its own (unbound pools are shared by attributes). SetNice refuses, with
+// ErrPermission, a nice below the one the process's threads start with
+// when it may not lower a nice (unprivileged under nice -n 19); q then
+// gets nice 19, which any thread may take: still a pool apart from the
+// nice-0 one. It returns the nice set.
+func setPoolNice(t testing.TB, q *Workqueue, want int) int {
+	t.Helper()
+	err := q.SetNice(want)
+	if errors.Is(err, ErrPermission) && want != 19 {
+		t.Logf("nice %d refused (%v); nice 19 instead", want, err)
+		want, err = 19, q.SetNice(19)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return want
 }

@@ -17,31 +17,11 @@ import (
 	"pgregory.net/rapid"
 )
 
-// waitChan waits for ch for up to 60 s (generous: a slow machine passes,
-// a lost item fails instead of hanging the suite).
-func waitChan(t testing.TB, what string, ch <-chan struct{}) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("timed out waiting for %s", what)
-	}
-}
-
 // keyGate is an item that blocks its key until opened.
 type keyGate struct {
 	w       *wq.Work
 	started chan struct{}
 	open    chan struct{}
-}
-
-func newKeyGate() *keyGate {
-	g := &keyGate{started: make(chan struct{}), open: make(chan struct{})}
-	g.w = wq.NewWork(func() {
-		close(g.started)
-		<-g.open
-	})
-	return g
 }
 
 // keyLog records, per key, the items that ran, and checks that no two

@@ -722,3 +722,19 @@ func TestFlushFromAbandonedWorkerThread(t *testing.T) {
 		t.Skip("the flushing goroutine never ran on the worker's thread in 20 rounds")
 	}
 }
+
+func TestGoexitSurvives(t *testing.T) {
+	errs := captureErrors(t)
+	_ = errs
+	q := mustAlloc(t, "goexit", wq.PerCPU, 0)
+	w := wq.NewWork(func() { runtime.Goexit() })
+	q.QueueOn(0, w)
+	w.Flush()
+	var ok atomic.Bool
+	w2 := wq.NewWork(func() { ok.Store(true) })
+	q.QueueOn(0, w2)
+	w2.Flush()
+	if !ok.Load() {
+		t.Error("pool stalled after runtime.Goexit in a work function")
+	}
+}

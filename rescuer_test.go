@@ -98,3 +98,28 @@ func TestRescuerPaths(t *testing.T) {
 		}
 	})
 }
+
+func TestRescuer(t *testing.T) {
+	q := mustAlloc(t, "reclaim", wq.PerCPU|wq.MemReclaim, 0)
+	// Start the pool's workers, then forbid new ones.
+	q.QueueOn(0, wq.NewWork(func() {}))
+	q.Flush()
+	wq.SetCreateWorkerHook(func() error { return errors.New("injected: no memory") })
+	defer wq.SetCreateWorkerHook(nil)
+	// Occupy every existing worker with a blocking item.
+	all, _ := q.NumWorkers(0)
+	release := make(chan struct{})
+	for i := 0; i < all; i++ {
+		q.QueueOn(0, wq.NewWork(func() { <-release }))
+	}
+	var rescued atomic.Bool
+	w := wq.NewWork(func() { rescued.Store(true) })
+	q.QueueOn(0, w)
+	waitFor(t, "rescuer to run the stuck item", rescued.Load)
+	if q.Stat("mayday") < 1 || q.Stat("rescued") < 1 {
+		t.Errorf("mayday %d rescued %d, want >= 1", q.Stat("mayday"), q.Stat("rescued"))
+	}
+	close(release)
+	wq.SetCreateWorkerHook(nil)
+	q.Flush()
+}

@@ -1,11 +1,490 @@
 package wq_test
 
 import (
+	"bytes"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"regexp"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/wqtrace"
+	"golang.org/x/sys/unix"
 )
+
+// Observability: the wq_monitor.py counters against known workloads, the
+// lockup watchdog, runtime attributes, and the ftrace text of the tracer
+// read back by the parser used for the kernel's captures.
+
+// obsSpinCPU burns d of the calling thread's CPU time (not wall time: on a
+// loaded machine a wall-clock spinner may get less CPU than it spun).
+func obsSpinCPU(t testing.TB, d time.Duration) {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		t.Errorf("clock_gettime(CLOCK_THREAD_CPUTIME_ID): %v", err)
+		return
+	}
+	end := ts.Nano() + d.Nanoseconds()
+	for ts.Nano() < end {
+		_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
+	}
+}
+
+// obsCPUIntensiveThresh sets the CPU-intensive threshold for the test.
+func obsCPUIntensiveThresh(t *testing.T, d time.Duration) {
+	old := wq.CPUIntensiveThresh()
+	if err := wq.SetCPUIntensiveThresh(d); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = wq.SetCPUIntensiveThresh(old) })
+}
+
+// TestObsCountersKnownWorkload: N items give total N, infl 0 after Flush,
+// and N observations in both histograms, on per-CPU and unbound queues.
+func TestObsCountersKnownWorkload(t *testing.T) {
+	const n = 50
+	for _, f := range []wq.Flags{wq.PerCPU, wq.Unbound} {
+		q := mustAlloc(t, "obs_count", f, 0)
+		var ran atomic.Int64
+		for range n {
+			if !q.Queue(wq.NewWork(func() { ran.Add(1) })) {
+				t.Fatal("Queue of a fresh item returned false")
+			}
+		}
+		q.Flush()
+		st := q.Stats()
+		if st.Name != "obs_count" || st.Flags != q.Flags() || st.Policy != wq.PolicyNormal {
+			t.Errorf("%v: identity %q %v %v", f, st.Name, st.Flags, st.Policy)
+		}
+		if st.Total != n || st.Infl != 0 || ran.Load() != n {
+			t.Errorf("%v: total %d infl %d (ran %d), want total %d infl 0", f, st.Total, st.Infl, ran.Load(), n)
+		}
+		if st.Latency.Count != n || st.Exec.Count != n {
+			t.Errorf("%v: histogram counts %d/%d, want %d", f, st.Latency.Count, st.Exec.Count, n)
+		}
+		var sum int64
+		for _, b := range st.Exec.Buckets {
+			sum += b.Count
+		}
+		if sum != n || st.Exec.Quantile(0.5) > st.Exec.MaxNs {
+			t.Errorf("%v: exec buckets sum %d, p50 %d > max %d", f, sum, st.Exec.Quantile(0.5), st.Exec.MaxNs)
+		}
+		if st.Panics != 0 || st.Mayday != 0 || st.Rescued != 0 {
+			t.Errorf("%v: unexpected panics/mayday/rescued %+v", f, st)
+		}
+	}
+}
+
+// TestObsInFlight: infl counts an item while it runs.
+func TestObsInFlight(t *testing.T) {
+	q := mustAlloc(t, "obs_infl", wq.Unbound, 0)
+	release := make(chan struct{})
+	w := wq.NewWork(func() { <-release })
+	q.Queue(w)
+	waitFor(t, "the item to start", func() bool { return w.Busy()&wq.BusyRunning != 0 })
+	if st := q.Stats(); st.Total != 1 || st.Infl != 1 {
+		t.Errorf("while running: total %d infl %d, want 1 and 1", st.Total, st.Infl)
+	}
+	close(release)
+	q.Flush()
+	if st := q.Stats(); st.Infl != 0 {
+		t.Errorf("after flush: infl %d", st.Infl)
+	}
+}
+
+// TestObsCMWakeup: a sleeping item on a per-CPU queue with another item
+// queued behind it on the same CPU makes the pool wake another worker.
+func TestObsCMWakeup(t *testing.T) {
+	q := mustAlloc(t, "obs_cmw", wq.PerCPU, 0)
+	release := make(chan struct{})
+	var second atomic.Bool
+	sleeper := wq.NewWork(func() { <-release })
+	q.QueueOn(0, sleeper)
+	waitFor(t, "the sleeper to start", func() bool { return sleeper.Busy()&wq.BusyRunning != 0 })
+	q.QueueOn(0, wq.NewWork(func() { second.Store(true) }))
+	waitFor(t, "the second item to start while the first sleeps", second.Load)
+	close(release)
+	q.Flush()
+	st := q.Stats()
+	if st.CMW < 1 {
+		t.Errorf("CMW = %d, want >= 1", st.CMW)
+	}
+	if st.CPUItsv != 0 {
+		t.Errorf("CPUitsv = %d for a sleeping item, want 0", st.CPUItsv)
+	}
+	if st.Total != 2 || st.Infl != 0 {
+		t.Errorf("total %d infl %d", st.Total, st.Infl)
+	}
+}
+
+// TestObsCPUIntensiveAndCPUTime: an item that burns 20 ms of CPU on a
+// per-CPU queue is one CPU-intensive violation, and its CPU time is
+// counted.
+func TestObsCPUIntensiveAndCPUTime(t *testing.T) {
+	obsCPUIntensiveThresh(t, 10*time.Millisecond)
+	wq.SetCPUAccounting(true) // the default
+	q := mustAlloc(t, "obs_cpuitsv", wq.PerCPU, 0)
+	// Spin until the monitor has marked the item CPU-intensive (it samples
+	// every 1 ms but may be late on a loaded machine), for at most 5 s of
+	// CPU; at least 20 ms.
+	q.QueueOn(0, wq.NewWork(func() {
+		obsSpinCPU(t, 20*time.Millisecond)
+		for i := 0; i < 5000 && q.Stats().CPUItsv == 0; i++ {
+			obsSpinCPU(t, time.Millisecond)
+		}
+	}))
+	q.Flush()
+	st := q.Stats()
+	if st.CPUItsv != 1 {
+		t.Errorf("CPUitsv = %d, want 1", st.CPUItsv)
+	}
+	// The spinner used at least 20 ms of its thread's CPU; the accounting
+	// reads the same clock. 10 ms leaves room for any rounding.
+	if st.CPUTime < 10*time.Millisecond {
+		t.Errorf("CPUtime = %v, want >= 10ms", st.CPUTime)
+	}
+	if st.Exec.MaxNs < int64(10*time.Millisecond) {
+		t.Errorf("execution time max %d ns, want >= 10 ms", st.Exec.MaxNs)
+	}
+}
+
+// TestObsWatchdogLockup: a pool with pending work and no progress for the
+// watchdog threshold is reported in the kernel's words.
+//
+// The stuck pool is made as in the kernel's mayday case: every worker of
+// the CPU 0 pool sleeps in an item and no new worker can be created, so the
+// next item stays on the pool's worklist. (With max_active 1 instead, the
+// waiting item would sit on the pwq's inactive list, not on the pool's
+// worklist, and the kernel's watchdog, like gowq's, would not report it.)
+func TestObsWatchdogLockup(t *testing.T) {
+	oldThresh := wq.WatchdogThresh()
+	if err := wq.SetWatchdogThresh(200 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = wq.SetWatchdogThresh(oldThresh) })
+	// The watchdog also logs with slog at error level; keep the test
+	// output clean.
+	oldLog := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	t.Cleanup(func() { slog.SetDefault(oldLog) })
+
+	var mu sync.Mutex
+	var reports []wq.LockupReport
+	wq.SetLockupHook(func(r wq.LockupReport) {
+		mu.Lock()
+		reports = append(reports, r)
+		mu.Unlock()
+	})
+	t.Cleanup(func() { wq.SetLockupHook(nil) })
+
+	q := mustAlloc(t, "obs_lockup", wq.PerCPU, 0)
+	q.QueueOn(0, wq.NewWork(func() {})) // start the pool's workers
+	q.Flush()
+	wq.SetCreateWorkerHook(func() error { return errors.New("injected: no memory") })
+	t.Cleanup(func() { wq.SetCreateWorkerHook(nil) })
+	all, _ := q.NumWorkers(0)
+	release := make(chan struct{})
+	released := false
+	t.Cleanup(func() {
+		if !released {
+			close(release)
+		}
+	})
+	for range all {
+		q.QueueOn(0, wq.NewWork(func() { <-release }))
+	}
+	var stuckRan atomic.Bool
+	q.QueueOn(0, wq.NewWork(func() { stuckRan.Store(true) }))
+
+	re := regexp.MustCompile(`^BUG: workqueue lockup - pool cpus=0 node=0 flags=0x0 nice=0 stuck for \d+s!$`)
+	var got wq.LockupReport
+	waitFor(t, "a lockup report for the CPU 0 pool", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, r := range reports {
+			if re.MatchString(r.Message) {
+				got = r
+				return true
+			}
+		}
+		return false
+	})
+	if got.Pending < 1 || got.Stuck < 200*time.Millisecond || got.Pool != "cpus=0 node=0 flags=0x0 nice=0" {
+		t.Errorf("report %+v: want pending >= 1, stuck >= 200ms, pool cpus=0", got)
+	}
+	if !regexp.MustCompile(`kworker/0:\d+ \(tid \d+\): .*TestObsWatchdogLockup`).MatchString(got.Workers) {
+		t.Errorf("report's busy workers %q do not name the blocked item", got.Workers)
+	}
+	if stuckRan.Load() {
+		t.Error("the stuck item ran before the report")
+	}
+	wq.SetCreateWorkerHook(nil)
+	close(release)
+	released = true
+	q.Flush()
+	if !stuckRan.Load() {
+		t.Error("the stuck item never ran after the workers were released")
+	}
+}
+
+// TestObsAttrs: invalid values give ErrInvalidArgument and change nothing;
+// max_active can be written; read-only attributes give ErrReadOnly.
+func TestObsAttrs(t *testing.T) {
+	pc := mustAlloc(t, "obs_attrs_pc", wq.PerCPU|wq.Sysfs, 16)
+	ub := mustAlloc(t, "obs_attrs_ub", wq.Unbound|wq.Sysfs, 0)
+
+	if err := pc.SetAttr("max_active", " 7\n"); err != nil {
+		t.Fatalf("SetAttr(max_active, 7): %v", err)
+	}
+	if v, _ := pc.Attr("max_active"); v != "7" || pc.MaxActive() != 7 {
+		t.Errorf("max_active %q / %d after SetAttr 7", v, pc.MaxActive())
+	}
+	snapshot := func(q *wq.Workqueue) map[string]string {
+		m := map[string]string{}
+		for _, n := range q.AttrNames() {
+			v, err := q.Attr(n)
+			if err != nil {
+				t.Fatalf("Attr(%s): %v", n, err)
+			}
+			m[n] = v
+		}
+		return m
+	}
+	for _, c := range []struct {
+		q           *wq.Workqueue
+		name, value string
+	}{
+		{pc, "max_active", "abc"}, {pc, "max_active", "0"}, {pc, "max_active", "2049"}, {pc, "max_active", ""},
+		{pc, "policy", "realtime"}, {pc, "nice", "0"}, {pc, "no_such", "1"},
+		{ub, "nice", "20"}, {ub, "nice", "x"}, {ub, "cpumask", "zz"}, {ub, "cpumask", "0"},
+		{ub, "affinity_scope", "galaxy"}, {ub, "affinity_strict", "yes"},
+	} {
+		before := snapshot(c.q)
+		err := c.q.SetAttr(c.name, c.value)
+		if !errors.Is(err, wq.ErrInvalidArgument) {
+			t.Errorf("%s.SetAttr(%s, %q) = %v, want ErrInvalidArgument", c.q.Name(), c.name, c.value, err)
+		}
+		if after := snapshot(c.q); !mapsEqual(before, after) {
+			t.Errorf("%s.SetAttr(%s, %q) failed but changed %v -> %v", c.q.Name(), c.name, c.value, before, after)
+		}
+	}
+	for _, q := range []*wq.Workqueue{pc, ub} {
+		if err := q.SetAttr("per_cpu", "1"); !errors.Is(err, wq.ErrReadOnly) {
+			t.Errorf("%s per_cpu write: %v, want ErrReadOnly", q.Name(), err)
+		}
+	}
+	if _, err := pc.Attr("cpumask"); !errors.Is(err, wq.ErrInvalidArgument) {
+		t.Errorf("per-CPU queue Attr(cpumask) = %v, want ErrInvalidArgument", err)
+	}
+	// Valid unbound writes take effect.
+	nice := strconv.Itoa(max(reachableNice(t, 5), 5))
+	for name, value := range map[string]string{"affinity_scope": "system", "affinity_strict": "1", "nice": nice} {
+		if err := ub.SetAttr(name, value); err != nil {
+			t.Errorf("SetAttr(%s, %s): %v", name, value, err)
+		} else if v, _ := ub.Attr(name); v != value {
+			t.Errorf("Attr(%s) = %q after writing %q", name, v, value)
+		}
+	}
+	run := func(q *wq.Workqueue) {
+		var ran atomic.Bool
+		q.Queue(wq.NewWork(func() { ran.Store(true) }))
+		q.Flush()
+		if !ran.Load() {
+			t.Errorf("%s: item did not run after attribute changes", q.Name())
+		}
+	}
+	run(pc)
+	run(ub)
+
+	// Globals.
+	for name, value := range map[string]string{"cpu_intensive_thresh_us": "-1", "watchdog_thresh": "x",
+		"default_affinity_scope": "galaxy", "power_efficient": "maybe", "no_such": "1"} {
+		old, _ := wq.GlobalAttr(name)
+		if err := wq.SetGlobalAttr(name, value); !errors.Is(err, wq.ErrInvalidArgument) {
+			t.Errorf("SetGlobalAttr(%s, %q) = %v, want ErrInvalidArgument", name, value, err)
+		}
+		if now, _ := wq.GlobalAttr(name); now != old {
+			t.Errorf("failed SetGlobalAttr(%s) changed %q -> %q", name, old, now)
+		}
+	}
+	obsCPUIntensiveThresh(t, wq.CPUIntensiveThresh()) // restores it after
+	if err := wq.SetGlobalAttr("cpu_intensive_thresh_us", "12000"); err != nil || wq.CPUIntensiveThresh() != 12*time.Millisecond {
+		t.Errorf("SetGlobalAttr(cpu_intensive_thresh_us, 12000): %v, now %v", err, wq.CPUIntensiveThresh())
+	}
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// TestObsAttrsRT: an RT queue's nice, affinity_scope, affinity_strict and
+// policy are read-only (seed 002); max_active stays writable.
+func TestObsAttrsRT(t *testing.T) {
+	q, err := wq.Alloc("obs_attrs_rt", wq.Unbound|wq.RT|wq.Sysfs, 0)
+	if errors.Is(err, wq.ErrPermission) {
+		t.Skip("skipping: the process may not use SCHED_FIFO (needs root or CAP_SYS_NICE and an RT budget)")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(q.Destroy)
+	if v, _ := q.Attr("policy"); v != "fifo" {
+		t.Errorf("RT policy %q, want fifo", v)
+	}
+	for name, value := range map[string]string{"nice": "5", "affinity_scope": "system", "affinity_strict": "0", "policy": "normal"} {
+		before, _ := q.Attr(name)
+		if err := q.SetAttr(name, value); !errors.Is(err, wq.ErrReadOnly) {
+			t.Errorf("RT SetAttr(%s, %s) = %v, want ErrReadOnly", name, value, err)
+		}
+		if after, _ := q.Attr(name); after != before {
+			t.Errorf("RT %s changed %q -> %q", name, before, after)
+		}
+	}
+	if v, _ := q.Attr("affinity_scope"); v != "cpu" {
+		t.Errorf("RT affinity_scope %q, want cpu", v)
+	}
+	if v, _ := q.Attr("affinity_strict"); v != "1" {
+		t.Errorf("RT affinity_strict %q, want 1", v)
+	}
+	if err := q.SetAttr("max_active", "4"); err != nil || q.MaxActive() != 4 {
+		t.Errorf("RT max_active write: %v, now %d", err, q.MaxActive())
+	}
+}
+
+func obsTraced() {}
+
+func workAddr(w *wq.Work) uintptr { return uintptr(unsafe.Pointer(w)) }
+
+// TestObsFtraceRoundTrip: the ftrace text FtraceWriter writes for gowq's
+// events parses back with wqtrace.Parse, the parser used for the kernel
+// captures in testdata/ktrace, giving the four events of each item in
+// order with the workqueue and function names.
+func TestObsFtraceRoundTrip(t *testing.T) {
+	const n = 8
+	q := mustAlloc(t, "obs_trace", wq.PerCPU, 0)
+	var buf bytes.Buffer
+	fw := wqtrace.NewFtraceWriter(&buf)
+	if err := fw.WriteHeader(wqtrace.Header{CPUs: runtime.NumCPU()}); err != nil {
+		t.Fatal(err)
+	}
+	wq.SetTracer(fw)
+	t.Cleanup(func() { wq.SetTracer(nil) })
+	items := make([]*wq.Work, n)
+	for i := range items {
+		items[i] = wq.NewWork(obsTraced)
+		if !q.QueueOn(0, items[i]) {
+			t.Fatal("QueueOn returned false")
+		}
+	}
+	q.Flush()
+	wq.SetTracer(nil)
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	p := wqtrace.NewParser(bytes.NewReader(buf.Bytes()))
+	p.Strict = true
+	var evs []wqtrace.Event
+	for p.Next() {
+		evs = append(evs, p.Event())
+	}
+	if err := p.Err(); err != nil {
+		t.Fatalf("strict parse of gowq's ftrace text: %v", err)
+	}
+	if st := p.Stats(); st.Comments == 0 || st.Malformed != 0 {
+		t.Errorf("parse stats %+v: want the header as comments, nothing malformed", st)
+	}
+	fn := items[0].Func()
+	if fn != "github.com/gowq/wq_test.obsTraced" {
+		t.Errorf("Func() = %q", fn)
+	}
+	kinds := []wqtrace.Kind{wqtrace.QueueWork, wqtrace.ActivateWork, wqtrace.ExecuteStart, wqtrace.ExecuteEnd}
+	for i, w := range items {
+		var mine []wqtrace.Event
+		for _, e := range evs {
+			if e.Work == workAddr(w) {
+				mine = append(mine, e)
+			}
+		}
+		if len(mine) != 4 {
+			t.Fatalf("item %d: %d events, want 4:\n%s", i, len(mine), buf.String())
+		}
+		for j, e := range mine {
+			if e.Kind != kinds[j] {
+				t.Errorf("item %d event %d is %v, want %v", i, j, e.Kind, kinds[j])
+			}
+			if e.Function != fn {
+				t.Errorf("item %d %v: function %q, want %q", i, e.Kind, e.Function, fn)
+			}
+			if j > 0 && e.TimeNs < mine[j-1].TimeNs {
+				t.Errorf("item %d: %v at %d before %v at %d", i, e.Kind, e.TimeNs, mine[j-1].Kind, mine[j-1].TimeNs)
+			}
+			if e.TID <= 0 {
+				t.Errorf("item %d %v: tid %d", i, e.Kind, e.TID)
+			}
+		}
+		qe, start, end := mine[0], mine[2], mine[3]
+		if qe.Workqueue != "obs_trace" || qe.ReqCPU != 0 || qe.TargetCPU != 0 {
+			t.Errorf("item %d queue_work: workqueue %q req_cpu %d cpu %d, want obs_trace 0 0", i, qe.Workqueue, qe.ReqCPU, qe.TargetCPU)
+		}
+		if start.TID != end.TID || start.CPU != 0 || !regexp.MustCompile(`^kworker/0:\d+$`).MatchString(start.Comm) {
+			t.Errorf("item %d: start %+v end %+v: want one kworker/0:N thread on CPU 0", i, start, end)
+		}
+	}
+
+	// The same parser reads the kernel's own capture.
+	f, err := os.Open("testdata/ktrace/idle-plus-fsync.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	kp := wqtrace.NewParser(f)
+	nk := 0
+	for kp.Next() {
+		nk++
+	}
+	if kp.Err() != nil || nk == 0 || kp.Stats().ByKind[wqtrace.ExecuteStart] == 0 {
+		t.Errorf("kernel capture: %d events, err %v, stats %+v", nk, kp.Err(), kp.Stats())
+	}
+}
+
+type obsNopTracer struct{}
+
+func (obsNopTracer) Trace(*wqtrace.Event) {}
+
+func benchWithTracer(b *testing.B, tr wqtrace.Tracer) {
+	if tr != nil {
+		wq.SetTracer(tr)
+		defer wq.SetTracer(nil)
+	}
+	b.Run("queue", benchQueueOnly)
+	b.Run("roundtrip", benchQueueRoundTrip)
+}
+
+// BenchmarkQueueNoTracer measures queueing with no tracer installed, where
+// each tracepoint costs one atomic load and an untaken branch: the queue
+// call alone (queue) and queue -> execute -> idle (roundtrip).
+func BenchmarkQueueNoTracer(b *testing.B) { benchWithTracer(b, nil) }
+
+// BenchmarkQueueWithTracer is BenchmarkQueueNoTracer with a no-op tracer
+// installed: the events are built and passed to it.
+func BenchmarkQueueWithTracer(b *testing.B) { benchWithTracer(b, obsNopTracer{}) }
 
 // Stats after Destroy returns without a crash or a hang.
 func TestStatsAfterDestroy(t *testing.T) {

@@ -95,3 +95,69 @@ func TestSelfCallsDuringCancelSync(t *testing.T) {
 		}
 	}
 }
+
+func TestCancel(t *testing.T) {
+	q := mustAlloc(t, "cancel", wq.PerCPU, 1)
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	blocker := wq.NewWork(func() { started <- struct{}{}; <-release })
+	var ran atomic.Bool
+	w := wq.NewWork(func() { ran.Store(true) })
+	q.QueueOn(0, blocker)
+	<-started
+	q.QueueOn(0, w) // inactive behind max_active 1
+	if !w.Cancel() {
+		t.Error("Cancel of a pending item returned false")
+	}
+	if w.Cancel() {
+		t.Error("Cancel of an idle item returned true")
+	}
+	if w.Pending() {
+		t.Error("still pending after Cancel")
+	}
+	// CancelSync waits for the running instance.
+	done := make(chan bool)
+	go func() { done <- blocker.CancelSync() }()
+	select {
+	case <-done:
+		t.Fatal("CancelSync returned while the item was running")
+	case <-time.After(20 * time.Millisecond):
+	}
+	if q.Queue(blocker) {
+		t.Error("Queue during CancelSync returned true")
+	}
+	close(release)
+	if <-done {
+		t.Error("CancelSync of a running, not pending item returned true")
+	}
+	q.Flush()
+	if ran.Load() {
+		t.Error("cancelled item ran")
+	}
+}
+
+func TestDisableEnable(t *testing.T) {
+	q := mustAlloc(t, "disable", wq.PerCPU, 0)
+	var runs atomic.Int32
+	w := wq.NewWork(func() { runs.Add(1) })
+	if w.Disable() {
+		t.Error("Disable of an idle item returned true")
+	}
+	w.Disable()
+	if q.Queue(w) {
+		t.Error("Queue of a disabled item returned true")
+	}
+	if w.Enable() {
+		t.Error("Enable returned true with count 2 -> 1")
+	}
+	if !w.Enable() {
+		t.Error("Enable returned false with count 1 -> 0")
+	}
+	if !q.Queue(w) {
+		t.Error("Queue after Enable returned false")
+	}
+	w.Flush()
+	if runs.Load() != 1 {
+		t.Errorf("runs = %d, want 1", runs.Load())
+	}
+}
