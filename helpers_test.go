@@ -27,13 +27,7 @@ import (
 // mustReturn runs f and fails the test if it has not returned within 10 s.
 func mustReturn(t *testing.T, what string, f func()) {
 	t.Helper()
-	done := make(chan struct{})
-	go func() { defer close(done); f() }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s did not return (hang)", what)
-	}
+	testutil.MustReturn(t, what, f)
 }
 
 // goexitTracer calls runtime.Goexit or panics (mode) on the first event of
@@ -84,13 +78,7 @@ func TestMain(m *testing.M) {
 // waitFor polls cond for up to 10 s; generous so slow machines pass.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(200 * time.Microsecond)
-	}
+	testutil.WaitFor(t, what, cond)
 }
 
 func mustAlloc(t *testing.T, name string, flags wq.Flags, maxActive int, opts ...wq.Option) *wq.Workqueue {

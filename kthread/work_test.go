@@ -3,7 +3,6 @@ package kthread_test
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -12,109 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/gowq/wq"
 	"github.com/gowq/wq/internal/sched"
 	"github.com/gowq/wq/kthread"
 )
-
-func TestMain(m *testing.M) {
-	if os.Getenv(permChildEnv) != "" {
-		os.Exit(permChild())
-	}
-	if os.Getenv(niceChildEnv) != "" {
-		os.Exit(niceChild())
-	}
-	goleak.VerifyTestMain(m)
-}
-
-// waitFor polls cond for up to 10 s; generous so that slow machines pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(200 * time.Microsecond)
-	}
-}
-
-func newWorker(t *testing.T, name string, opts ...kthread.Option) *kthread.Worker {
-	t.Helper()
-	wk, err := kthread.CreateWorker(name, opts...)
-	if err != nil {
-		t.Fatalf("CreateWorker(%q): %v", name, err)
-	}
-	t.Cleanup(func() {
-		if err := wk.Destroy(); err != nil {
-			t.Errorf("Destroy(%s): %v", name, err)
-		}
-	})
-	return wk
-}
-
-// gate occupies a worker until opened, so that items queued behind it stay
-// pending.
-type gate struct {
-	w       *kthread.Work
-	started chan struct{}
-	release chan struct{}
-	once    sync.Once
-}
-
-func block(t *testing.T, wk *kthread.Worker) *gate {
-	t.Helper()
-	g := &gate{started: make(chan struct{}), release: make(chan struct{})}
-	g.w = kthread.NewWork(func() {
-		close(g.started)
-		<-g.release
-	})
-	if !wk.QueueWork(g.w) {
-		t.Fatal("QueueWork(gate) = false")
-	}
-	<-g.started
-	t.Cleanup(g.open)
-	return g
-}
-
-func (g *gate) open() { g.once.Do(func() { close(g.release) }) }
-
-// errLog collects what the error handler reports during a test.
-type errLog struct {
-	mu   sync.Mutex
-	errs []error
-}
-
-func captureErrors(t *testing.T) *errLog {
-	l := &errLog{}
-	kthread.SetErrorHandler(func(op, fn string, err error) {
-		l.mu.Lock()
-		l.errs = append(l.errs, fmt.Errorf("%s(%s): %w", op, fn, err))
-		l.mu.Unlock()
-	})
-	t.Cleanup(func() { kthread.SetErrorHandler(nil) })
-	return l
-}
-
-func (l *errLog) count(target error) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, e := range l.errs {
-		if errors.Is(e, target) {
-			n++
-		}
-	}
-	return n
-}
-
-func (l *errLog) all() []error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.errs)
-}
 
 // counter is a work function that counts its runs and the thread it ran on.
 type counter struct {
@@ -713,24 +613,6 @@ func TestCreateWorkerOnCPU(t *testing.T) {
 	}
 }
 
-func needRT(t *testing.T) {
-	t.Helper()
-	if err := sched.CheckRT(kthread.FIFOPriority); err != nil {
-		t.Skipf("SCHED_FIFO not permitted here: %v", err)
-	}
-}
-
-func checkAttr(t *testing.T, wk *kthread.Worker, want sched.Attr) {
-	t.Helper()
-	got, err := sched.GetAttr(wk.TID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != want {
-		t.Errorf("%s: sched_getattr = %+v, want %+v", wk.Name(), got, want)
-	}
-}
-
 func TestSchedClasses(t *testing.T) {
 	plain := newWorker(t, "kt-plain")
 	if canSetNice(0) {
@@ -810,5 +692,51 @@ func TestQueueDoesNotAllocate(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Errorf("PerCPU.Queue allocates %.1f times per run", n)
+	}
+}
+
+// TestModDelayedRacingExpiryRunsOnceOrTwice: ModDelayedWork with delays of a few us
+// races the timer's expiry (the stale-callback count), on Go timers and
+// on the RT timer thread; after each round's FlushWork the item ran once
+// or twice (twice when the first arming fired and ran before the second
+// ModDelayedWork), never zero times (lost) nor three (fired twice).
+func TestModDelayedRacingExpiryRunsOnceOrTwice(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts []kthread.Option
+	}{{"normal", nil}, {"fifo-low", []kthread.Option{kthread.WithFIFOLow()}}} {
+		t.Run(c.name, func(t *testing.T) {
+			wk, err := kthread.CreateWorker("kt-rev-mod", c.opts...)
+			if errors.Is(err, kthread.ErrPermission) {
+				t.Skipf("class refused here: %v", err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = wk.Destroy() }()
+			var runs atomic.Int32
+			dw := kthread.NewDelayedWork(func() { runs.Add(1) })
+			for i := range 2000 {
+				r0 := runs.Load()
+				wk.ModDelayedWork(dw, time.Duration(i%7)*time.Microsecond)
+				for range i % 3 {
+					runtime.Gosched()
+				}
+				wk.ModDelayedWork(dw, time.Duration(i%5)*3*time.Microsecond)
+				wk.FlushWork(&dw.Work)
+				if n := runs.Load() - r0; n < 1 || n > 2 {
+					t.Fatalf("round %d: the item ran %d times (want 1 or 2)", i, n)
+				}
+				if i%4 == 0 {
+					wk.ModDelayedWork(dw, time.Duration(i%7)*time.Microsecond)
+					wk.CancelDelayedWorkSync(dw)
+					r1 := runs.Load()
+					wk.FlushWork(&dw.Work)
+					if runs.Load() != r1 {
+						t.Fatalf("round %d: ran after CancelDelayedWorkSync", i)
+					}
+				}
+			}
+		})
 	}
 }

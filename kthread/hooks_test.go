@@ -7,27 +7,9 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/gowq/wq/kthread"
 )
-
-// within runs f on a goroutine and fails the test if it has not returned
-// after 10 s (generous: it must return at once), so that a regression
-// fails instead of hanging the suite.
-func within(t *testing.T, what string, f func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f()
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s did not return", what)
-	}
-}
 
 // TestPanicHandlerContained: a panic handler that calls runtime.Goexit,
 // panics, or waits on its own worker cannot kill the worker, leave the
