@@ -23,7 +23,7 @@ import (
 )
 
 // Thread creation near a real thread limit, in a child process (see
-// limits_test.go for the harness): every thread gowq starts goes through
+// helpers_test.go for the harness): every thread gowq starts goes through
 // the thread gate, which refuses with ErrThreadLimit; nothing may abort
 // the process with "pthread_create failed".
 

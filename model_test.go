@@ -50,8 +50,8 @@ import (
 // MemReclaim and worker creation failing always or by a pattern (the
 // rescuer and the retried creations run the items). Reports to the error
 // and panic handlers (ErrDeadlock, ErrDelayedPending, ErrDestroyed,
-// ErrWorkerExit, panics) are counted and checked too. The long mode is in
-// model_long_test.go.
+// ErrWorkerExit, panics) are counted and checked too. The long mode is
+// TestModelLong.
 
 // modelOps counts the operations executed by all model runs (long mode).
 var modelOps atomic.Int64
