@@ -180,6 +180,9 @@ func TestGoroutineWorkerDetectsSelfWait(t *testing.T) {
 // do not disturb the worker. Catches a goroutine worker whose exit path
 // leaks the item or the worker count.
 func TestGoroutineWorkerGoexitAndThreadCalls(t *testing.T) {
+	// The exit report is rate-limited process-wide: without this, an exit
+	// reported by an earlier test within the interval hides this one.
+	defer wq.SetExitReportEvery(time.Nanosecond)()
 	defer wq.ForceThreads(false)()
 	errs := captureErrors(t)
 	q := mustAlloc(t, "gp-goexit", wq.Unbound, 0)
