@@ -254,3 +254,58 @@ func TestSetterBetweenThreads(t *testing.T) {
 		checkClass(t, wk, want)
 	}
 }
+
+func TestSchedClasses(t *testing.T) {
+	plain := newWorker(t, "kt-plain")
+	if canSetNice(0) {
+		checkAttr(t, plain, sched.Attr{Policy: sched.PolicyNormal})
+	} // else TestClassApplied checks the inherited nice
+	n := testNice(t)
+	nice := newWorker(t, "kt-nice", kthread.WithNice(n))
+	checkAttr(t, nice, sched.Attr{Policy: sched.PolicyNormal, Nice: n})
+	up := min(n+2, 19) // raising nice needs no privilege
+	if err := kthread.SetNormal(nice, up); err != nil {
+		t.Fatal(err)
+	}
+	checkAttr(t, nice, sched.Attr{Policy: sched.PolicyNormal, Nice: up})
+	for _, bad := range []int{20, -21, 100} {
+		if _, err := kthread.CreateWorker("kt-bad", kthread.WithNice(bad)); !errors.Is(err, kthread.ErrInvalidArgument) {
+			t.Errorf("WithNice(%d) = %v, want ErrInvalidArgument", bad, err)
+		}
+		if err := kthread.SetNormal(nice, bad); !errors.Is(err, kthread.ErrInvalidArgument) {
+			t.Errorf("SetNormal(%d) = %v, want ErrInvalidArgument", bad, err)
+		}
+	}
+	checkAttr(t, nice, sched.Attr{Policy: sched.PolicyNormal, Nice: up})
+
+	needRT(t)
+	fifo := newWorker(t, "kt-fifo", kthread.WithFIFO())
+	checkAttr(t, fifo, sched.Attr{Policy: sched.PolicyFIFO, Priority: 50})
+	low := newWorker(t, "kt-fifolow", kthread.WithFIFOLow())
+	checkAttr(t, low, sched.Attr{Policy: sched.PolicyFIFO, Priority: 1})
+	hn := newWorker(t, "kt-nice-neg", kthread.WithNice(-5))
+	checkAttr(t, hn, sched.Attr{Policy: sched.PolicyNormal, Nice: -5})
+
+	if err := kthread.SetFIFO(plain); err != nil {
+		t.Fatal(err)
+	}
+	checkAttr(t, plain, sched.Attr{Policy: sched.PolicyFIFO, Priority: 50})
+	if err := kthread.SetFIFOLow(plain); err != nil {
+		t.Fatal(err)
+	}
+	checkAttr(t, plain, sched.Attr{Policy: sched.PolicyFIFO, Priority: 1})
+	if err := kthread.SetNormal(plain, 0); err != nil {
+		t.Fatal(err)
+	}
+	checkAttr(t, plain, sched.Attr{Policy: sched.PolicyNormal})
+	// The items still run on the RT workers.
+	for _, wk := range []*kthread.Worker{fifo, low} {
+		var c counter
+		w := kthread.NewWork(c.fn)
+		wk.QueueWork(w)
+		wk.FlushWork(w)
+		if c.n.Load() != 1 || int(c.tid.Load()) != wk.TID() {
+			t.Errorf("%s: item ran %d times on %d", wk.Name(), c.n.Load(), c.tid.Load())
+		}
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -482,84 +481,6 @@ func TestDestroyCancelsArmedDelayedWork(t *testing.T) {
 	}
 }
 
-func TestPanicRecovered(t *testing.T) {
-	var got []kthread.PanicInfo
-	var mu sync.Mutex
-	kthread.SetPanicHandler(func(pi kthread.PanicInfo) {
-		mu.Lock()
-		got = append(got, pi)
-		mu.Unlock()
-	})
-	t.Cleanup(func() { kthread.SetPanicHandler(nil) })
-	wk := newWorker(t, "kt-panic")
-	p := kthread.NewWork(func() { panic("boom") })
-	var c counter
-	wk.QueueWork(p)
-	wk.QueueWork(kthread.NewWork(c.fn))
-	wk.FlushWorker()
-	if c.n.Load() != 1 {
-		t.Fatal("worker stopped after a panic")
-	}
-	mu.Lock()
-	infos := slices.Clone(got)
-	mu.Unlock()
-	if len(infos) != 1 {
-		t.Fatalf("panic handler called %d times, want 1", len(infos))
-	}
-	pi := infos[0]
-	if pi.Value != "boom" || pi.Worker != "kt-panic" || !strings.Contains(pi.Func, "TestPanicRecovered") || len(pi.Stack) == 0 {
-		t.Errorf("PanicInfo = %+v", pi)
-	}
-	if !wk.QueueWork(p) {
-		t.Error("panicked item cannot be queued again")
-	}
-	wk.FlushWorker()
-}
-
-func TestGoexitReplacesThread(t *testing.T) {
-	errs := captureErrors(t)
-	cpu := wq.OnlineCPUs()[0]
-	nice := testNice(t)
-	wk, err := kthread.CreateWorkerOnCPU(cpu, "kt-goexit", kthread.WithNice(nice))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = wk.Destroy() })
-	oldTID := wk.TID()
-	x := kthread.NewWork(runtime.Goexit)
-	var c counter
-	y := kthread.NewWork(c.fn)
-	wk.QueueWork(x)
-	wk.QueueWork(y)
-	// A flush of the Goexit item is released normally.
-	wk.FlushWork(x)
-	wk.FlushWork(y)
-	if c.n.Load() != 1 {
-		t.Fatal("worker stalled after runtime.Goexit")
-	}
-	newTID := wk.TID()
-	if newTID == oldTID || int(c.tid.Load()) != newTID {
-		t.Errorf("TID before %d, after %d, item ran on %d; want a new thread", oldTID, newTID, c.tid.Load())
-	}
-	if got := errs.count(kthread.ErrGoexit); got != 1 {
-		t.Errorf("ErrGoexit reported %d times, want 1", got)
-	}
-	// The replacement has the same name, affinity and class.
-	if name, _ := sched.ThreadName(newTID); name != fmt.Sprintf("kt-goexit/%d", cpu) {
-		t.Errorf("replacement thread name %q", name)
-	}
-	if aff, err := sched.Affinity(newTID); err != nil || !slices.Equal(aff, []int{cpu}) {
-		t.Errorf("replacement affinity %v (%v), want [%d]", aff, err, cpu)
-	}
-	if a, err := sched.GetAttr(newTID); err != nil || a.Policy != sched.PolicyNormal || a.Nice != nice {
-		t.Errorf("replacement attr %+v (%v), want nice %d", a, err, nice)
-	}
-	waitFor(t, "the old thread to exit", func() bool { return !sched.ProcessAlive(oldTID) })
-	if err := wk.Destroy(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestThreadNames(t *testing.T) {
 	long := "abcdefghijklmnopqrstuvwxyz"
 	wk := newWorker(t, long)
@@ -609,61 +530,6 @@ func TestCreateWorkerOnCPU(t *testing.T) {
 			if wk != nil {
 				_ = wk.Destroy()
 			}
-		}
-	}
-}
-
-func TestSchedClasses(t *testing.T) {
-	plain := newWorker(t, "kt-plain")
-	if canSetNice(0) {
-		checkAttr(t, plain, sched.Attr{Policy: sched.PolicyNormal})
-	} // else TestClassApplied checks the inherited nice
-	n := testNice(t)
-	nice := newWorker(t, "kt-nice", kthread.WithNice(n))
-	checkAttr(t, nice, sched.Attr{Policy: sched.PolicyNormal, Nice: n})
-	up := min(n+2, 19) // raising nice needs no privilege
-	if err := kthread.SetNormal(nice, up); err != nil {
-		t.Fatal(err)
-	}
-	checkAttr(t, nice, sched.Attr{Policy: sched.PolicyNormal, Nice: up})
-	for _, bad := range []int{20, -21, 100} {
-		if _, err := kthread.CreateWorker("kt-bad", kthread.WithNice(bad)); !errors.Is(err, kthread.ErrInvalidArgument) {
-			t.Errorf("WithNice(%d) = %v, want ErrInvalidArgument", bad, err)
-		}
-		if err := kthread.SetNormal(nice, bad); !errors.Is(err, kthread.ErrInvalidArgument) {
-			t.Errorf("SetNormal(%d) = %v, want ErrInvalidArgument", bad, err)
-		}
-	}
-	checkAttr(t, nice, sched.Attr{Policy: sched.PolicyNormal, Nice: up})
-
-	needRT(t)
-	fifo := newWorker(t, "kt-fifo", kthread.WithFIFO())
-	checkAttr(t, fifo, sched.Attr{Policy: sched.PolicyFIFO, Priority: 50})
-	low := newWorker(t, "kt-fifolow", kthread.WithFIFOLow())
-	checkAttr(t, low, sched.Attr{Policy: sched.PolicyFIFO, Priority: 1})
-	hn := newWorker(t, "kt-nice-neg", kthread.WithNice(-5))
-	checkAttr(t, hn, sched.Attr{Policy: sched.PolicyNormal, Nice: -5})
-
-	if err := kthread.SetFIFO(plain); err != nil {
-		t.Fatal(err)
-	}
-	checkAttr(t, plain, sched.Attr{Policy: sched.PolicyFIFO, Priority: 50})
-	if err := kthread.SetFIFOLow(plain); err != nil {
-		t.Fatal(err)
-	}
-	checkAttr(t, plain, sched.Attr{Policy: sched.PolicyFIFO, Priority: 1})
-	if err := kthread.SetNormal(plain, 0); err != nil {
-		t.Fatal(err)
-	}
-	checkAttr(t, plain, sched.Attr{Policy: sched.PolicyNormal})
-	// The items still run on the RT workers.
-	for _, wk := range []*kthread.Worker{fifo, low} {
-		var c counter
-		w := kthread.NewWork(c.fn)
-		wk.QueueWork(w)
-		wk.FlushWork(w)
-		if c.n.Load() != 1 || int(c.tid.Load()) != wk.TID() {
-			t.Errorf("%s: item ran %d times on %d", wk.Name(), c.n.Load(), c.tid.Load())
 		}
 	}
 }
