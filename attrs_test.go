@@ -20,7 +20,7 @@ import (
 )
 
 // Attribute writes are validated against what the process can actually
-// do (issue 8, section 3). The situations that make a value impossible are
+// do. The situations that make a value impossible are
 // real ones, set up in child processes: an unprivileged process started at
 // nice 19, a process confined with taskset, a cpuset narrowed under a
 // running process, a cgroup without an RT budget. Each child runs the

@@ -137,8 +137,8 @@ func headroomChild() {
 	fmt.Println("LIMIT-CHILD-OK")
 }
 
-// TestThreadLimitPool is the pool's contract under a real thread limit
-// (issue 8, section 3): more items block than the process can get threads
+// TestThreadLimitPool is the pool's contract under a real thread limit:
+// more items block than the process can get threads
 // for. The child must not crash (no worker creation past the limit), the
 // error handler must report ErrThreadLimit, a MemReclaim queue's items
 // must still run (its rescuer), and once the blocked items are released

@@ -334,7 +334,7 @@ func mapsEqual(a, b map[string]string) bool {
 }
 
 // TestObsAttrsRT: an RT queue's nice, affinity_scope, affinity_strict and
-// policy are read-only (seed 002); max_active stays writable.
+// policy are read-only; max_active stays writable.
 func TestObsAttrsRT(t *testing.T) {
 	q, err := wq.Alloc("obs_attrs_rt", wq.Unbound|wq.RT|wq.Sysfs, 0)
 	if errors.Is(err, wq.ErrPermission) {
