@@ -11,48 +11,6 @@ import (
 	"github.com/gowq/wq"
 )
 
-// allocBounded allocates a queue with MaxPending(n), destroyed at cleanup.
-func allocBounded(t *testing.T, name string, flags wq.Flags, maxActive, n int, opts ...wq.Option) *wq.Workqueue {
-	t.Helper()
-	q, err := wq.Alloc(name, flags, maxActive, append([]wq.Option{wq.MaxPending(n)}, opts...)...)
-	if err != nil {
-		t.Fatalf("Alloc(%q): %v", name, err)
-	}
-	t.Cleanup(q.Destroy)
-	return q
-}
-
-// blocker is an item that runs until released.
-type blocker struct {
-	w       *wq.Work
-	started chan struct{}
-	release chan struct{}
-	once    sync.Once
-}
-
-func newBlocker() *blocker {
-	b := &blocker{started: make(chan struct{}, 1), release: make(chan struct{})}
-	b.w = wq.NewWork(func() {
-		select {
-		case b.started <- struct{}{}:
-		default:
-		}
-		<-b.release
-	})
-	return b
-}
-
-func (b *blocker) waitStarted(t *testing.T) {
-	t.Helper()
-	select {
-	case <-b.started:
-	case <-time.After(30 * time.Second):
-		t.Fatal("blocker did not start")
-	}
-}
-
-func (b *blocker) free() { b.once.Do(func() { close(b.release) }) }
-
 func TestMaxPendingNegativeIsRejected(t *testing.T) {
 	// Catches a negative bound silently taken as unbounded (or as full).
 	if _, err := wq.Alloc("bp-neg", wq.Unbound, 1, wq.MaxPending(-1)); !errors.Is(err, wq.ErrInvalidArgument) {

@@ -209,17 +209,3 @@ func TestQueueBatchWakesAfterLastInsertion(t *testing.T) {
 		})
 	}
 }
-
-// poolsIdle reports whether every worker of every pool serving q is idle.
-func poolsIdle(q *wq.Workqueue) bool {
-	ids := map[int]bool{}
-	for _, id := range q.PoolIDs() {
-		ids[id] = true
-	}
-	for _, p := range wq.Pools() {
-		if ids[p.ID] && p.Idle != len(p.Workers) {
-			return false
-		}
-	}
-	return true
-}

@@ -153,3 +153,69 @@ func HoldWakeups(q *Workqueue, cpu int) (release func()) {
 
 // EscapeTarget is escapeTarget on the current topology.
 func EscapeTarget(cpu int) []int { return escapeTarget(currentTopology(), cpu).List() }
+
+// PendingCount returns q's MaxPending count (backpressure.go), for tests.
+func (q *Workqueue) PendingCount() int64 { return q.bp.n.Load() }
+
+// RoomWaiters returns the number of QueueContext calls waiting for room.
+func (q *Workqueue) RoomWaiters() int { return int(q.bp.waiters.Load()) }
+
+// ForceThreads sets the process-wide switch that GOWQ_THREADS=1 sets
+// (every pool thread-backed) for queues allocated or reconfigured from now
+// on, and returns the function that restores the previous setting.
+func ForceThreads(on bool) (undo func()) {
+	old := forceThreads.Swap(on)
+	return func() { forceThreads.Store(old) }
+}
+
+// KeyStates returns the keys with keyed instances in flight on q and the
+// key states it holds (in its maps and free lists).
+func (q *Workqueue) KeyStates() (keys, held int) { return q.keyStates() }
+
+// KeyedInFlight returns q's count of keyed instances in flight.
+func (q *Workqueue) KeyedInFlight() int64 { return q.keyedN.Load() }
+
+// Cancelers returns how many CancelSync/DisableSync calls hold w now.
+func (w *Work) Cancelers() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.cancelers
+}
+
+// Held reports whether a sync canceller holds w (CANCELING).
+func (w *Work) Held() bool { return w.state.Load()&stCanceling != 0 }
+
+// DisableDepth returns w's disable count.
+func (w *Work) DisableDepth() int { return int(w.state.Load()&stDisableMask) >> stDisableShift }
+
+// Linked reports whether w is on a list of a pwq (worklist or inactive).
+func (w *Work) Linked() bool { return w.pwq.Load() != nil }
+
+// Armed reports whether dw's timer is armed on a queue.
+func (dw *DelayedWork) Armed() bool {
+	dw.mu.Lock()
+	defer dw.mu.Unlock()
+	return dw.armedOn != nil
+}
+
+// FlushWaiters returns how many Flush calls wait for w now.
+func (w *Work) FlushWaiters() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.waiters)
+}
+
+// ParkHandOffs returns how many times a worker handed its P back to the
+// runtime before parking (park.go).
+func ParkHandOffs() uint64 { return parkHandOffs.Load() }
+
+// StageStamps returns w's queue-side stage stamps (stages.go).
+func (w *Work) StageStamps() (queue, locked int64) { return w.stQueue, w.stLocked }
+
+// ArmedOnRT reports whether dw's timer is armed on an RT timer base (the
+// RT timer thread) rather than on a Go timer; for the model test.
+func (dw *DelayedWork) ArmedOnRT() bool {
+	dw.mu.Lock()
+	defer dw.mu.Unlock()
+	return dw.armedOn != nil && dw.timer.OnRT()
+}

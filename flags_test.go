@@ -2,9 +2,14 @@ package wq_test
 
 import (
 	"errors"
+	"os"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/sched"
 )
 
 // TestAllocRefusesPrivateAndUnknownFlags catches Alloc and AllocOrdered
@@ -49,4 +54,99 @@ func TestAllocRefusesPrivateAndUnknownFlags(t *testing.T) {
 		t.Errorf("AllocOrdered type %v", q.Type())
 	}
 	q.Destroy()
+}
+
+// Normal-class workers get nice 0 whatever the creating thread's nice.
+func TestNormalClassSetExplicitly(t *testing.T) {
+	if !isRoot() {
+		t.Skip("needs root to lower a nice 19 thread back to 0; the unprivileged case is TestNicedUnprivilegedClassReported")
+	}
+	// Create the pool's first worker from a thread at nice 19: the new
+	// thread may inherit it.
+	q := mustAlloc(t, "explicit", wq.Unbound, 0, wq.Threads()) // the class of a worker thread
+	tidc := make(chan int, 1)
+	done := make(chan struct{})
+	sched.GoLocked(func() {
+		defer close(done)
+		_ = sched.SetAttr(0, sched.Attr{Policy: sched.PolicyNormal, Nice: 19})
+		w := wq.NewWork(func() { tidc <- sched.Gettid() })
+		q.Queue(w)
+		w.Flush()
+	})
+	<-done
+	tid := <-tidc
+	a, err := sched.GetAttr(tid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Policy != sched.PolicyNormal || a.Nice != 0 {
+		t.Errorf("normal-class worker %d: %+v, want SCHED_OTHER nice 0", tid, a)
+	}
+	if s := q.Stats(); s.ClassError != "" {
+		t.Errorf("ClassError = %q as root", s.ClassError)
+	}
+}
+
+// As an unprivileged process at nice 19, a normal-class worker keeps nice
+// 19 (it may not lower it): the item still runs and the shortfall is
+// reported once and shown in Stats.
+func TestNicedUnprivilegedClassReported(t *testing.T) {
+	if os.Getenv("GOWQ_CHILD_NICED") == "1" {
+		nicedChild(t)
+		return
+	}
+	cmd, _ := nobodyCmd(t, []string{"-test.run=^TestNicedUnprivilegedClassReported$", "-test.v"}, "GOWQ_CHILD_NICED=1")
+	cmd.Args = append([]string{"nice", "-n", "19"}, cmd.Args...)
+	cmd.Path = mustLookPath(t, "nice")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "NICED-OK") {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+}
+
+func nicedChild(t *testing.T) {
+	errs := captureErrors(t)
+	q := mustAlloc(t, "niced", wq.Unbound, 0, wq.Threads()) // the class of a worker thread
+	tidc := make(chan int, 1)
+	w := wq.NewWork(func() { tidc <- sched.Gettid() })
+	q.Queue(w)
+	select {
+	case tid := <-tidc:
+		a, _ := sched.GetAttr(tid)
+		if a.Nice != 19 && a.Nice != 0 {
+			t.Fatalf("worker nice %d", a.Nice)
+		}
+		if a.Nice == 19 {
+			if q.Stats().ClassError == "" {
+				t.Fatal("worker kept nice 19 but Stats().ClassError is empty")
+			}
+			waitFor(t, "class report", func() bool { return errs.count(wq.ErrPermission) == 1 })
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("item did not run in a niced unprivileged process")
+	}
+	// More workers: reported once only.
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		q.Queue(wq.NewWork(func() { time.Sleep(time.Millisecond); wg.Done() }))
+	}
+	wg.Wait()
+	time.Sleep(20 * time.Millisecond)
+	if n := errs.count(wq.ErrPermission); n > 1 {
+		t.Fatalf("class shortfall reported %d times, want once", n)
+	}
+	t.Log("NICED-OK")
+	println("NICED-OK")
+}
+
+func TestFlagsValidation(t *testing.T) {
+	for _, f := range []wq.Flags{wq.PerCPU | wq.Unbound, wq.HighPri | wq.RT, 1 << 20} {
+		if _, err := wq.Alloc("bad", f, 0); !errors.Is(err, wq.ErrInvalidFlags) {
+			t.Errorf("Alloc(%v) err = %v, want ErrInvalidFlags", f, err)
+		}
+	}
+	if _, err := wq.AllocOrdered("bad", wq.PerCPU); !errors.Is(err, wq.ErrInvalidFlags) {
+		t.Errorf("AllocOrdered(PerCPU) err = %v, want ErrInvalidFlags", err)
+	}
 }

@@ -14,34 +14,6 @@ import (
 	"github.com/gowq/wq/wqtrace"
 )
 
-// ranOn reports, from inside one item of q, whether its goroutine was
-// locked to its thread, and the tid.
-func ranOn(t *testing.T, q *wq.Workqueue) (locked bool, tid int) {
-	t.Helper()
-	type res struct {
-		locked bool
-		tid    int
-	}
-	c := make(chan res, 1)
-	w := wq.NewWork(func() {
-		_, l, ok := sched.GoroutineState()
-		if !ok {
-			t.Error("goroutine header unreadable")
-		}
-		c <- res{l, sched.Gettid()}
-	})
-	if !q.Queue(w) {
-		t.Fatal("Queue refused")
-	}
-	select {
-	case r := <-c:
-		return r.locked, r.tid
-	case <-time.After(10 * time.Second):
-		t.Fatal("item did not run")
-	}
-	return
-}
-
 // The default unbound and ordered queues run their items on plain
 // goroutines (not locked to a thread), with goroutine workers named
 // gworker and tid 0 in Pools. Catches a default queue left on threads, or
@@ -208,6 +180,9 @@ func TestGoroutineWorkerDetectsSelfWait(t *testing.T) {
 // do not disturb the worker. Catches a goroutine worker whose exit path
 // leaks the item or the worker count.
 func TestGoroutineWorkerGoexitAndThreadCalls(t *testing.T) {
+	// The exit report is rate-limited process-wide: without this, an exit
+	// reported by an earlier test within the interval hides this one.
+	defer wq.SetExitReportEvery(time.Nanosecond)()
 	defer wq.ForceThreads(false)()
 	errs := captureErrors(t)
 	q := mustAlloc(t, "gp-goexit", wq.Unbound, 0)
@@ -340,5 +315,35 @@ func TestGoroutineWorkerTraceTid(t *testing.T) {
 		if !goro && (ev.TID == 0 || !strings.HasPrefix(ev.Comm, "kworker/")) {
 			t.Errorf("thread worker event: tid %d comm %q", ev.TID, ev.Comm)
 		}
+	}
+}
+
+// BenchmarkRingUnbound queues empty items back to back through a ring of
+// 64 on an unbound queue, as the lab's throughput scenario does.
+func BenchmarkRingUnbound(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		opts []wq.Option
+	}{{"default", nil}, {"threads", []wq.Option{wq.Threads()}}} {
+		b.Run(tc.name, func(b *testing.B) {
+			q, err := wq.Alloc("bench-ring", wq.Unbound, 0, tc.opts...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer q.Destroy()
+			var n atomic.Int64
+			ring := make([]*wq.Work, 64)
+			for i := range ring {
+				ring[i] = wq.NewWork(func() { n.Add(1) })
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i, queued := 0, 0; queued < b.N; i++ {
+				if q.Queue(ring[i%len(ring)]) {
+					queued++
+				}
+			}
+			q.Flush()
+		})
 	}
 }

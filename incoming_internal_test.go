@@ -2,41 +2,7 @@ package wq
 
 import (
 	"testing"
-	"time"
 )
-
-// pendedItem returns a new item whose PENDING the caller owns, and the
-// channel its function signals when it runs.
-func pendedItem(t *testing.T) (*Work, chan struct{}) {
-	t.Helper()
-	ran := make(chan struct{}, 1)
-	w := NewWork(func() { ran <- struct{}{} })
-	if !w.tryPend() {
-		t.Fatal("tryPend failed on a new item")
-	}
-	return w, ran
-}
-
-// waitRan fails the test with msg unless ran is signalled within 30 s.
-func waitRan(t *testing.T, ran chan struct{}, msg string) {
-	t.Helper()
-	select {
-	case <-ran:
-	case <-time.After(30 * time.Second):
-		t.Fatal(msg)
-	}
-}
-
-// fakeScanner makes p look as if a worker were between items, so that
-// queue calls push (tryPush); the returned func undoes it and drains.
-func fakeScanner(p *pool) func() {
-	p.scanners.Add(1)
-	return func() {
-		p.scanners.Add(-1)
-		p.mu.Lock()
-		p.mu.Unlock()
-	}
-}
 
 // TestPushBouncedByDeadPwq: a push for a pwq that died under it (an
 // attribute change or Destroy retired it after the queuer picked it) is

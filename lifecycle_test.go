@@ -1,12 +1,14 @@
 package wq_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,10 +19,11 @@ import (
 	"github.com/gowq/wq/internal/sched"
 	"github.com/gowq/wq/internal/timer"
 	"github.com/gowq/wq/kthread"
+	"github.com/gowq/wq/wqtrace"
 )
 
 // Thread creation near a real thread limit, in a child process (see
-// limits_test.go for the harness): every thread gowq starts goes through
+// helpers_test.go for the harness): every thread gowq starts goes through
 // the thread gate, which refuses with ErrThreadLimit; nothing may abort
 // the process with "pthread_create failed".
 
@@ -402,5 +405,336 @@ func TestLeftThreadResetOnEveryExit(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A work function that calls runtime.UnlockOSThread (1, 3 or LockDepth+2
+// times) does not leave a worker running unlocked: its item completes, an
+// escaped goroutine is caught (ErrWorkerExit), the thread it left gets the
+// process's attributes back, and the next item runs with the class's.
+func TestUnlockOSThreadInWorkFunction(t *testing.T) {
+	for _, n := range []int{1, 3, sched.LockDepth + 2} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			defer wq.SetExitReportEvery(time.Nanosecond)()
+			errs := captureErrors(t)
+			flags := wq.PerCPU
+			if isRoot() {
+				flags |= wq.HighPri
+			}
+			q := mustAlloc(t, "unlock", flags, 0)
+			tids := make(chan int, 2)
+			w := wq.NewWork(func() {
+				tids <- sched.Gettid()
+				for i := 0; i < n; i++ {
+					runtime.UnlockOSThread()
+				}
+				runtime.Gosched()
+			})
+			q.QueueOn(0, w)
+			mustReturn(t, "Flush", func() { w.Flush() })
+			tid1 := <-tids
+			if n >= sched.LockDepth {
+				// The goroutine is unlocked now; it is caught once the
+				// scheduler moves it off its thread. Encourage that.
+				for try := 0; try < 200 && errs.count(wq.ErrWorkerExit) == 0; try++ {
+					w3 := wq.NewWork(func() {
+						var wg sync.WaitGroup
+						for k := 0; k < 4; k++ {
+							wg.Add(1)
+							go func() { defer wg.Done(); runtime.Gosched() }()
+						}
+						wg.Wait()
+						time.Sleep(100 * time.Microsecond)
+					})
+					q.QueueOn(0, w3)
+					mustReturn(t, "Flush", func() { w3.Flush() })
+					time.Sleep(time.Millisecond)
+				}
+				if errs.count(wq.ErrWorkerExit) == 0 {
+					t.Skip("the scheduler never moved the unlocked worker goroutine off its thread; nothing to detect")
+				}
+				// The escaped thread, if it still exists, has the process's
+				// attributes back.
+				// (A new worker may have taken the thread since: then it has
+				// that worker's attributes, rightly.)
+				if _, err := os.Stat("/proc/self/task/" + strconv.Itoa(tid1)); err == nil && isRoot() && !slices.Contains(q.WorkerTIDs(0), tid1) && !sched.Claimed(tid1) {
+					a, _ := sched.GetAttr(tid1)
+					cpus, _ := sched.Affinity(tid1)
+					proc, _ := sched.Affinity(os.Getpid())
+					if a.Nice == -20 || len(cpus) != len(proc) {
+						t.Errorf("escaped thread %d kept worker attributes: %+v cpus %v", tid1, a, cpus)
+					}
+				}
+			}
+			w2 := wq.NewWork(func() { tids <- sched.Gettid() })
+			q.QueueOn(0, w2)
+			mustReturn(t, "Flush", func() { w2.Flush() })
+			tid2 := <-tids
+			a, err := sched.GetAttr(tid2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if isRoot() && a.Nice != -20 {
+				t.Errorf("worker %d after the item: nice %d, want -20", tid2, a.Nice)
+			}
+			if cpus, _ := sched.Affinity(tid2); len(cpus) != 1 || cpus[0] != 0 {
+				t.Errorf("worker %d affinity %v, want [0]", tid2, cpus)
+			}
+			if n < sched.LockDepth {
+				// The worker kept its thread and its attributes.
+				if errs.count(wq.ErrWorkerExit) > 0 {
+					t.Errorf("UnlockOSThread x%d retired the worker", n)
+				}
+				a1, err := sched.GetAttr(tid1)
+				cpus, _ := sched.Affinity(tid1)
+				if err != nil || (isRoot() && a1.Nice != -20) || len(cpus) != 1 || cpus[0] != 0 {
+					t.Errorf("UnlockOSThread x%d: worker thread %d now %+v %v cpus %v", n, tid1, a1, err, cpus)
+				}
+			}
+		})
+	}
+}
+
+// After a queue's workers and rescuer exited, an unrelated thread must not
+// be taken for one of them (tids are reused).
+func TestIdentityClearedOnExit(t *testing.T) {
+	wq.SetCreateWorkerHook(func() error { return errors.New("injected") })
+	q, _ := wq.Alloc("ident", wq.Unbound|wq.MemReclaim, 0)
+	w := wq.NewWork(func() {})
+	q.Queue(w)
+	mustReturn(t, "rescued item", func() { w.Flush() })
+	wq.SetCreateWorkerHook(nil)
+	errs := captureErrors(t)
+	for i := 0; i < 50; i++ {
+		q2, _ := wq.Alloc("ident2", wq.Unbound, 0)
+		mustReturn(t, "Destroy", q2.Destroy)
+	}
+	mustReturn(t, "Destroy", q.Destroy)
+	if n := errs.count(wq.ErrDeadlock); n != 0 {
+		t.Errorf("Destroy from an unrelated thread reported ErrDeadlock %d times", n)
+	}
+}
+
+func TestCallbackGoexitAndPanic(t *testing.T) {
+	for _, kind := range []wqtrace.Kind{wqtrace.ExecuteStart, wqtrace.ExecuteEnd, wqtrace.QueueWork, wqtrace.ActivateWork} {
+		for _, mode := range []string{"goexit", "panic"} {
+			t.Run(kind.String()+"/"+mode, func(t *testing.T) {
+				captureErrors(t)
+				q := mustAlloc(t, "cbtrace", wq.PerCPU, 0)
+				tr := &goexitTracer{kind: kind, fn: "TestCallbackGoexitAndPanic", mode: mode}
+				wq.SetTracer(tr)
+				defer wq.SetTracer(nil)
+				var runs atomic.Int32
+				w := wq.NewWork(func() { runs.Add(1) })
+				// Queue from a goroutine: a Goexit in queue_work or
+				// activate_work tracing ends that goroutine.
+				go q.Queue(w)
+				waitFor(t, "tracer fired", func() bool { return tr.fired.Load() > 0 })
+				mustReturn(t, "Flush", func() { w.Flush() })
+				waitFor(t, "item idle", func() bool { return w.Busy() == 0 })
+				// A Goexit in queue_work tracing leaves the item idle (not
+				// queued); otherwise it ran exactly once.
+				want := int32(1)
+				if kind == wqtrace.QueueWork && mode == "goexit" {
+					want = 0
+				}
+				if n := runs.Load(); n != want {
+					t.Errorf("item ran %d times, want %d", n, want)
+				}
+				// The pool still serves.
+				w2 := wq.NewWork(func() {})
+				q.Queue(w2)
+				mustReturn(t, "Flush after", func() { w2.Flush() })
+				// Counters stay exact: each start counted once.
+				if s := q.Stats(); s.Total != int64(want)+1 || s.Infl != 0 {
+					t.Errorf("Stats: total %d infl %d, want total %d infl 0", s.Total, s.Infl, want+1)
+				}
+				mustReturn(t, "Destroy", q.Destroy)
+			})
+		}
+	}
+}
+
+func TestPanicHandlerGoexitAndPanic(t *testing.T) {
+	for _, mode := range []string{"goexit", "panic"} {
+		for _, flags := range []wq.Flags{wq.PerCPU, wq.Unbound, wq.Unbound | wq.MemReclaim} {
+			t.Run(mode+"/"+flags.String(), func(t *testing.T) {
+				wq.SetPanicHandler(func(wq.PanicInfo) {
+					if mode == "goexit" {
+						runtime.Goexit()
+					}
+					panic("handler panic")
+				})
+				defer wq.SetPanicHandler(nil)
+				captureErrors(t)
+				q := mustAlloc(t, "cbpanic", flags, 0)
+				for i := 0; i < 3; i++ {
+					w := wq.NewWork(func() { panic("item") })
+					q.Queue(w)
+					mustReturn(t, "Flush", func() { w.Flush() })
+					waitFor(t, "item idle", func() bool { return w.Busy() == 0 })
+				}
+				mustReturn(t, "queue Flush", q.Flush)
+				if s := q.Stats(); s.Panics != 3 || s.Infl != 0 {
+					t.Errorf("stats: panics %d infl %d", s.Panics, s.Infl)
+				}
+			})
+		}
+	}
+}
+
+func TestErrorHandlerGoexitInItem(t *testing.T) {
+	// The error handler runs on the worker when an item calls its own
+	// CancelSync; a handler that calls Goexit ends the worker like a Goexit
+	// in the item.
+	wq.SetErrorHandler(func(op, fn string, err error) { runtime.Goexit() })
+	defer wq.SetErrorHandler(nil)
+	q := mustAlloc(t, "cberr", wq.PerCPU, 0)
+	for i := 0; i < 3; i++ {
+		var w *wq.Work
+		w = wq.NewWork(func() { w.CancelSync() })
+		q.Queue(w)
+		mustReturn(t, "Flush", func() { w.Flush() })
+	}
+	mustReturn(t, "Destroy", q.Destroy)
+}
+
+// TestUnlockedThreadResetWithoutNextItem: a work function unlocks the
+// worker's goroutine from its thread and then blocks, so the goroutine may
+// move; the thread it left (pinned to CPU 0 for a per-CPU pool) must get
+// the process's attributes back when the item ends, not at the next item,
+// which may never come (found by a stranger: ordinary goroutines ran on an
+// RT worker's thread after its last item). Rounds where the goroutine woke
+// on the same thread prove nothing and are retried.
+func TestUnlockedThreadResetWithoutNextItem(t *testing.T) {
+	defer wq.SetExitReportEvery(time.Nanosecond)()
+	errs := captureErrors(t)
+	procCPUs, err := sched.Affinity(os.Getpid())
+	if err != nil || len(procCPUs) < 2 {
+		t.Skip("needs a process allowed on two CPUs:", err)
+	}
+	workerOn := func(tid int) string {
+		for _, p := range wq.Pools() {
+			for _, wi := range p.Workers {
+				if wi.TID == tid {
+					return wi.Name
+				}
+			}
+		}
+		return ""
+	}
+	for round := 0; round < 20; round++ {
+		q := mustAlloc(t, "unlock-reset", wq.PerCPU, 0)
+		type seen struct {
+			before, after int
+			name          string
+		}
+		got := make(chan seen, 1)
+		w := wq.NewWork(func() {
+			var s seen
+			s.before = sched.Gettid()
+			s.name = workerOn(s.before)
+			for i := 0; i < sched.LockDepth+2; i++ {
+				runtime.UnlockOSThread()
+			}
+			time.Sleep(20 * time.Millisecond)
+			s.after = sched.Gettid()
+			got <- s
+		})
+		q.QueueOn(0, w)
+		mustReturn(t, "Flush", func() { w.Flush() })
+		s := <-got
+		before, after, name := s.before, s.after, s.name
+		if before == after {
+			q.Destroy()
+			continue
+		}
+		// The goroutine moved: its old thread must be reset, gone, or the
+		// thread of a new worker (GoLocked may pick it up for the
+		// replacement, which pins it again).
+		isWorker := func(tid int) bool {
+			n := workerOn(tid)
+			return n != "" && n != name // a new worker, not the one that left
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			cpus, err := sched.Affinity(before)
+			if err != nil || len(cpus) == len(procCPUs) || isWorker(before) {
+				q.Destroy()
+				return
+			}
+			if time.Now().After(deadline) {
+				errs.mu.Lock()
+				t.Fatalf("thread %d, left by a worker's goroutine (now on %d), still has the pool's affinity %v 5 s after its item ended; reports: %v", before, after, cpus, errs.errs)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	t.Skip("the goroutine never moved off its thread in 20 rounds")
+}
+
+// TestFlushFromAbandonedWorkerThread: a work function unlocks the worker's
+// goroutine and blocks; another goroutine then runs on the worker's thread
+// (it was made by the item, so the thread's P runs it next) and flushes the
+// item. It is not the item's own goroutine, so Flush must wait (here: until
+// its context expires), not take it for a self-flush and report
+// ErrDeadlock. The worker's identity is confirmed by goroutine, not by
+// thread alone.
+func TestFlushFromAbandonedWorkerThread(t *testing.T) {
+	defer wq.SetExitReportEvery(time.Nanosecond)()
+	_ = captureErrors(t)
+	q := mustAlloc(t, "abandoned", wq.PerCPU, 0)
+	checked := false
+	for round := 0; round < 20 && !checked; round++ {
+		type result struct {
+			itemTID, flushTID int
+			err               error
+		}
+		res := make(chan result, 1)
+		var w *wq.Work
+		w = wq.NewWork(func() {
+			itemTID := sched.Gettid()
+			for i := 0; i < sched.LockDepth+2; i++ {
+				runtime.UnlockOSThread()
+			}
+			done := make(chan result, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+				defer cancel()
+				tid := sched.Gettid()
+				_, err := w.FlushContext(ctx)
+				done <- result{itemTID, tid, err}
+			}()
+			res <- <-done
+		})
+		q.QueueOn(0, w)
+		r := <-res
+		mustReturn(t, "Flush", func() { w.Flush() })
+		if r.flushTID != r.itemTID {
+			continue // the flusher ran elsewhere: nothing shown
+		}
+		checked = true
+		if !errors.Is(r.err, context.DeadlineExceeded) {
+			t.Fatalf("FlushContext from another goroutine on the worker's thread %d = %v, want it to wait (context.DeadlineExceeded)", r.itemTID, r.err)
+		}
+	}
+	if !checked {
+		t.Skip("the flushing goroutine never ran on the worker's thread in 20 rounds")
+	}
+}
+
+func TestGoexitSurvives(t *testing.T) {
+	errs := captureErrors(t)
+	_ = errs
+	q := mustAlloc(t, "goexit", wq.PerCPU, 0)
+	w := wq.NewWork(func() { runtime.Goexit() })
+	q.QueueOn(0, w)
+	w.Flush()
+	var ok atomic.Bool
+	w2 := wq.NewWork(func() { ok.Store(true) })
+	q.QueueOn(0, w2)
+	w2.Flush()
+	if !ok.Load() {
+		t.Error("pool stalled after runtime.Goexit in a work function")
 	}
 }

@@ -1,18 +1,14 @@
 package wq_test
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,7 +16,6 @@ import (
 
 	"github.com/gowq/wq"
 	"github.com/gowq/wq/internal/sched"
-	"github.com/gowq/wq/internal/testutil"
 )
 
 // Tests under real thread limits. Each runs a copy of the test binary as
@@ -40,74 +35,6 @@ const limitExtra = 4
 // other process uses, since RLIMIT_NPROC counts every task of the user.
 const limitUID = 54330
 
-// syncBuf is a bytes.Buffer safe for the child's output copiers.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// runLimited starts cmd, waits for READY, calls limit with the child's
-// pid, sends GO and returns the child's output once it exits. A child
-// that runs for 90 s in all is killed (its own waits give up after 20 s
-// each and print the queues' state), so that a hang fails the test well
-// within go test's default -timeout and the cgroup is still removed.
-func runLimited(t *testing.T, cmd *exec.Cmd, limit func(pid int) error) string {
-	t.Helper()
-	var out syncBuf
-	cmd.Stdout, cmd.Stderr = &out, &out
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	deadline := time.After(90 * time.Second)
-	for !strings.Contains(out.String(), "READY\n") {
-		select {
-		case err := <-exited:
-			t.Fatalf("child exited before READY: %v\n%s", err, out.String())
-		case <-deadline:
-			_ = cmd.Process.Kill()
-			t.Fatalf("child not READY:\n%s", out.String())
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	if err := limit(cmd.Process.Pid); err != nil {
-		_ = cmd.Process.Kill()
-		<-exited
-		t.Fatalf("setting the limit: %v", err)
-	}
-	if _, err := stdin.Write([]byte("GO\n")); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Logf("child: %v", err)
-		}
-	case <-deadline:
-		_ = cmd.Process.Kill()
-		<-exited
-		t.Fatalf("child hung:\n%s", out.String())
-	}
-	return out.String()
-}
-
 // threadsOf returns the number of threads of process pid.
 func threadsOf(pid int) (int, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -120,65 +47,6 @@ func threadsOf(pid int) (int, error) {
 		}
 	}
 	return 0, errors.New("no Threads line")
-}
-
-// limitKinds are the real limits the children run under: a pids cgroup's
-// pids.max (root child) and RLIMIT_NPROC (child as an unprivileged uid).
-var limitKinds = []struct {
-	name  string
-	start func(t *testing.T, test, mode string) (*exec.Cmd, func(pid int) error)
-}{
-	{"pids.max", func(t *testing.T, test, mode string) (*exec.Cmd, func(pid int) error) {
-		dir, _ := testutil.NewCgroup(t, "pids")
-		self, err := os.Executable()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(self, "-test.run=^"+test+"$", "-test.v")
-		cmd.Env = append(os.Environ(), limitChildEnv+"="+mode, "GOWQ_LIMIT_NAME=pids.max")
-		return cmd, func(pid int) error {
-			if err := testutil.MoveToCgroup(dir, pid); err != nil {
-				return err
-			}
-			cur, err := testutil.ReadCgroup(dir, "pids.current")
-			if err != nil {
-				return err
-			}
-			n, err := strconv.Atoi(cur)
-			if err != nil {
-				return err
-			}
-			return testutil.WriteCgroup(dir, "pids.max", strconv.Itoa(n+sched.ThreadMargin+limitExtra))
-		}
-	}},
-	{"RLIMIT_NPROC", func(t *testing.T, test, mode string) (*exec.Cmd, func(pid int) error) {
-		cmd, _ := testutil.NobodyCommand(t, []string{"-test.run=^" + test + "$", "-test.v"},
-			limitChildEnv+"="+mode, "GOWQ_LIMIT_NAME=RLIMIT_NPROC")
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: limitUID, Gid: limitUID}
-		// The child lowers its own RLIMIT_NPROC on GO (childReady):
-		// prlimit(2) on another user's process may be refused even to
-		// root (it is here, by the security module).
-		return cmd, func(int) error { return nil }
-	}},
-}
-
-// childReady prints READY and waits for the parent's GO. Under
-// RLIMIT_NPROC the child then sets its own limit, limitExtra threads
-// above the margin beyond the threads it has (a process may always lower
-// its own limits).
-func childReady() {
-	fmt.Println("READY")
-	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
-	if os.Getenv("GOWQ_LIMIT_NAME") == "RLIMIT_NPROC" {
-		n, err := threadsOf(os.Getpid())
-		if err != nil {
-			childFail("%v", err)
-		}
-		lim := uint64(n + sched.ThreadMargin + limitExtra)
-		if err := unix.Setrlimit(unix.RLIMIT_NPROC, &unix.Rlimit{Cur: lim, Max: lim}); err != nil {
-			childFail("setrlimit(RLIMIT_NPROC, %d): %v", lim, err)
-		}
-	}
 }
 
 // TestThreadLimitHeadroom: under a real limit, checkThreadHeadroom allows
@@ -204,34 +72,6 @@ func TestThreadLimitHeadroom(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// head returns the first n lines of s.
-func head(s string, n int) string {
-	lines := strings.SplitAfter(s, "\n")
-	if len(lines) > n {
-		lines = append(lines[:n], "...\n")
-	}
-	return strings.Join(lines, "")
-}
-
-func childFail(format string, a ...any) {
-	fmt.Printf("LIMIT-CHILD-FAIL: "+format+"\n", a...)
-	os.Exit(1)
-}
-
-// childWait polls cond for up to d.
-func childWait(d time.Duration, what string, cond func() bool) {
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			for _, q := range wq.Queues(false) {
-				fmt.Printf("%s: %+v\n%s", q.Name(), q.Stats(), q.DumpState())
-			}
-			childFail("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -297,8 +137,8 @@ func headroomChild() {
 	fmt.Println("LIMIT-CHILD-OK")
 }
 
-// TestThreadLimitPool is the pool's contract under a real thread limit
-// (issue 8, section 3): more items block than the process can get threads
+// TestThreadLimitPool is the pool's contract under a real thread limit:
+// more items block than the process can get threads
 // for. The child must not crash (no worker creation past the limit), the
 // error handler must report ErrThreadLimit, a MemReclaim queue's items
 // must still run (its rescuer), and once the blocked items are released

@@ -3,6 +3,7 @@ package wq_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -359,6 +360,95 @@ func TestDestroyContextCancelledCtxBeginsDestroy(t *testing.T) {
 	q.Destroy()
 	if q.Queue(wq.NewWork(func() {})) {
 		t.Fatal("Queue accepted after Destroy")
+	}
+}
+
+// A timer that fires while Destroy runs, and QueueOn/ModDelayedOn/Congested
+// after Destroy, must not touch the emptied table.
+func TestCallsAfterDestroyDoNotPanic(t *testing.T) {
+	for i := 0; i < 20; i++ {
+		errs := captureErrors(t)
+		q, _ := wq.Alloc("late", wq.PerCPU, 0)
+		dw := wq.NewDelayedWork(func() {})
+		q.QueueDelayed(dw, time.Duration(i%4)*100*time.Microsecond)
+		q.Destroy()
+		w := wq.NewWork(func() {})
+		if q.QueueOn(0, w) || q.QueueDelayedOn(0, dw, time.Millisecond) || q.ModDelayedOn(0, dw, 0) || q.Congested(0) {
+			t.Fatal("a call on a destroyed queue succeeded")
+		}
+		if dw.Pending() {
+			t.Fatal("delayed item pending after Destroy")
+		}
+		if errs.count(wq.ErrDestroyed) == 0 {
+			t.Fatal("no ErrDestroyed reported")
+		}
+		wq.SetErrorHandler(nil)
+	}
+}
+
+func TestDestroyRacingAttributeChanges(t *testing.T) {
+	captureErrors(t)
+	for i := 0; i < 20; i++ {
+		q, _ := wq.Alloc("attrrace", wq.Unbound, 0)
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; ; k++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_ = q.SetAffinityStrict(k%2 == 0)
+				_ = q.SetMaxActive(1 + k%4)
+			}
+		}()
+		w := wq.NewWork(func() {})
+		q.Queue(w)
+		mustReturn(t, "Destroy", q.Destroy)
+		close(stop)
+		wg.Wait()
+		if err := q.SetAffinityStrict(true); !errors.Is(err, wq.ErrDestroyed) {
+			t.Fatalf("attribute write after Destroy: %v, want ErrDestroyed", err)
+		}
+		if err := q.SetMaxActive(2); !errors.Is(err, wq.ErrDestroyed) {
+			t.Fatalf("SetMaxActive after Destroy: %v, want ErrDestroyed", err)
+		}
+		if n := q.NumPwqs(); n != 0 {
+			t.Fatalf("%d pwqs installed after Destroy", n)
+		}
+	}
+}
+
+// TestDrainingReportedOncePerDrain: queue attempts refused while a queue
+// drains return false every time, but the error handler hears of the
+// first of each drain only (a producer that keeps queueing would report
+// thousands), and a later drain reports again.
+func TestDrainingReportedOncePerDrain(t *testing.T) {
+	errs := captureErrors(t)
+	q := mustAlloc(t, "drain-once", wq.Unbound, 0)
+	for round := 1; round <= 2; round++ {
+		release := make(chan struct{})
+		started := make(chan struct{})
+		blocker := wq.NewWork(func() { close(started); <-release })
+		q.Queue(blocker)
+		<-started
+		done := make(chan struct{})
+		go func() { q.Drain(); close(done) }()
+		refused := 0
+		for refused < 100 {
+			if !q.Queue(wq.NewWork(func() {})) {
+				refused++
+			}
+			runtime.Gosched()
+		}
+		close(release)
+		<-done
+		if n := errs.count(wq.ErrDraining); n != round {
+			t.Fatalf("drain %d: %d ErrDraining reports after %d refusals in all, want %d", round, n, 100*round, round)
+		}
 	}
 }
 

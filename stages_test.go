@@ -3,6 +3,7 @@ package wq_test
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -268,5 +269,33 @@ func TestStagesNonDecreasing(t *testing.T) {
 	}
 	if n := bad.Load(); n > 0 {
 		t.Errorf("%d of %d items had stages out of order, e.g. %v", n, calls.Load(), ex)
+	}
+}
+
+// TestRecorderGoexitKeepsItem: a stage recorder that calls
+// runtime.Goexit ends its worker (which is replaced), as a tracer's would;
+// the item it was called for must still run, as after a Goexit in the
+// tracer's execute_start. It failed when the recorder ran after startRun
+// (PENDING cleared, stageRunning): the exit path counted the item as
+// completed and released its flush waiters, and its function never ran.
+func TestRecorderGoexitKeepsItem(t *testing.T) {
+	captureErrors(t) // the worker exit is reported
+	var calls atomic.Int32
+	wq.SetStageRecorder(func(*wq.Stages) {
+		if calls.Add(1) == 1 {
+			runtime.Goexit()
+		}
+	})
+	defer wq.SetStageRecorder(nil)
+	q := mustAlloc(t, "recgoexit", wq.Unbound, 0)
+	ran := make(chan struct{}, 1)
+	w := wq.NewWork(func() { ran <- struct{}{} })
+	if !q.Queue(w) {
+		t.Fatal("Queue refused a new item")
+	}
+	select {
+	case <-ran:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the item whose stage recorder called runtime.Goexit never ran (recorder calls %d, pending %v)", calls.Load(), w.Pending())
 	}
 }

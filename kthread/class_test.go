@@ -3,7 +3,6 @@ package kthread_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -14,29 +13,10 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/gowq/wq"
 	"github.com/gowq/wq/internal/sched"
 	"github.com/gowq/wq/internal/testutil"
 	"github.com/gowq/wq/kthread"
-	"github.com/gowq/wq/kthread/wqfallback"
 )
-
-// canSetNice reports whether a thread of this process may be given nice n
-// now (tried on a short-lived thread).
-func canSetNice(n int) bool {
-	return sched.Probe(nil, &sched.Attr{Policy: sched.PolicyNormal, Nice: n}) == nil
-}
-
-// mayLowerNice reports whether this process may lower a thread's nice
-// to n from any higher value: CAP_SYS_NICE, or RLIMIT_NICE >= 20 - n.
-func mayLowerNice(n int) bool {
-	if sched.HasCapSysNice() {
-		return true
-	}
-	var rl syscall.Rlimit
-	const rlimitNice = 13 // RLIMIT_NICE
-	return syscall.Getrlimit(rlimitNice, &rl) == nil && rl.Cur >= uint64(20-n)
-}
 
 // checkClass checks that wk's thread runs a and that Class says so.
 func checkClass(t *testing.T, wk *kthread.Worker, a sched.Attr) {
@@ -183,144 +163,6 @@ func (h *countingSlog) Handle(_ context.Context, r slog.Record) error {
 func (h *countingSlog) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *countingSlog) WithGroup(string) slog.Handler      { return h }
 
-// niceChild runs in a child process that reniced itself to 19; it
-// checks the default class and the setters there and prints OK or FAIL
-// lines.
-func niceChild() int {
-	var fails []string
-	fail := func(f string, args ...any) { fails = append(fails, fmt.Sprintf(f, args...)) }
-	if err := reniceAll(); err != nil {
-		fmt.Println("SKIP: renice:", err)
-		return 0
-	}
-	logs := &countingSlog{}
-	slog.SetDefault(slog.New(logs))
-	var mu sync.Mutex
-	var reported []error
-	kthread.SetErrorHandler(func(op, fn string, err error) {
-		mu.Lock()
-		reported = append(reported, err)
-		mu.Unlock()
-	})
-	privileged := canSetNice(0)
-	normal := func(n int) sched.Attr { return sched.Attr{Policy: sched.PolicyNormal, Nice: n} }
-	want := normal(0)
-	if !privileged {
-		want = normal(19)
-	}
-	check := func(wk *kthread.Worker) {
-		if a, err := sched.GetAttr(wk.TID()); err != nil || a != want {
-			fail("%s: thread runs %+v (%v), want %+v", wk.Name(), a, err, want)
-		}
-		c, err := wk.Class()
-		if c.Nice != want.Nice || c.Policy != "SCHED_OTHER" {
-			fail("%s: Class() = %v, want nice %d", wk.Name(), c, want.Nice)
-		}
-		switch {
-		case privileged && err != nil:
-			fail("%s: Class() error %v, want nil", wk.Name(), err)
-		case !privileged && (!errors.Is(err, kthread.ErrPermission) || !strings.Contains(err.Error(), "CAP_SYS_NICE")):
-			fail("%s: Class() error %v, want ErrPermission saying how to grant it", wk.Name(), err)
-		}
-	}
-	var workers []*kthread.Worker
-	for i := range 3 {
-		wk, err := kthread.CreateWorker("kt-niced-" + strconv.Itoa(i))
-		if err != nil {
-			fail("CreateWorker: %v", err)
-			continue
-		}
-		workers = append(workers, wk)
-	}
-	if wk, err := kthread.CreateWorkerOnCPU(wq.OnlineCPUs()[0], "kt-niced-cpu"); err != nil {
-		fail("CreateWorkerOnCPU: %v", err)
-	} else {
-		workers = append(workers, wk)
-	}
-	for _, wk := range workers {
-		check(wk)
-	}
-	if len(workers) > 0 { // a replacement thread gets the same
-		x := kthread.NewWork(runtime.Goexit)
-		workers[0].QueueWork(x)
-		workers[0].FlushWork(x)
-		for workers[0].TID() == 0 {
-			runtime.Gosched()
-		}
-		check(workers[0])
-	}
-	if fb, err := wq.Alloc("kt-niced-fb", wq.Unbound, 0); err == nil {
-		if s, err := kthread.NewPerCPU("kt-niced-pcpu", wqfallback.Queue(fb)); err != nil {
-			fail("NewPerCPU: %v", err)
-		} else {
-			for _, c := range s.CPUs() {
-				check(s.Worker(c))
-			}
-			_ = s.Destroy()
-		}
-		fb.Destroy()
-	}
-	// Explicit classes: refused when they need privilege, never degraded.
-	if wk, err := kthread.CreateWorker("kt-niced-5", kthread.WithNice(5)); privileged && err != nil {
-		fail("WithNice(5) = %v", err)
-	} else if !privileged && !errors.Is(err, kthread.ErrPermission) {
-		fail("WithNice(5) = %v, want ErrPermission", err)
-	} else if wk != nil {
-		_ = wk.Destroy()
-	}
-	if len(workers) > 0 {
-		wk := workers[len(workers)-1]
-		before, beforeErr := wk.Class()
-		err := kthread.SetNormal(wk, 0)
-		switch {
-		case privileged && err != nil:
-			fail("SetNormal(0) = %v", err)
-		case !privileged && !errors.Is(err, kthread.ErrPermission):
-			fail("SetNormal(0) = %v, want ErrPermission", err)
-		case !privileged:
-			if c, cerr := wk.Class(); c != before || (cerr == nil) != (beforeErr == nil) {
-				fail("after a refused SetNormal(0): Class() = %v, %v; want %v, %v", c, cerr, before, beforeErr)
-			}
-			check(wk)
-		}
-		if err := kthread.SetNormal(wk, 19); err != nil {
-			fail("SetNormal(19) = %v", err)
-		} else if c, err := wk.Class(); c.Nice != 19 || err != nil {
-			fail("after SetNormal(19): Class() = %v, %v; want nice 19, nil", c, err)
-		}
-	}
-	for _, wk := range workers {
-		_ = wk.Destroy()
-	}
-	mu.Lock()
-	nrep := 0
-	for _, e := range reported {
-		if errors.Is(e, kthread.ErrPermission) {
-			nrep++
-		}
-	}
-	mu.Unlock()
-	logs.mu.Lock()
-	nlog := len(logs.warns)
-	logs.mu.Unlock()
-	wantReports := 1
-	if privileged {
-		wantReports = 0
-	}
-	if nrep != wantReports || nlog != wantReports {
-		fail("default class reported %d times to the error handler and %d to log/slog, want %d each (once): %v",
-			nrep, nlog, wantReports, reported)
-	}
-	for _, f := range fails {
-		fmt.Println("FAIL:", f)
-	}
-	if len(fails) > 0 {
-		return 1
-	}
-	fmt.Println("OK privileged =", privileged)
-	return 0
-}
-
 func runChild(t *testing.T, who string, cmd *exec.Cmd) {
 	t.Helper()
 	out, err := cmd.CombinedOutput()
@@ -410,5 +252,60 @@ func TestSetterBetweenThreads(t *testing.T) {
 		}
 		waitFor(t, "the replacement", func() bool { return wk.TID() != 0 })
 		checkClass(t, wk, want)
+	}
+}
+
+func TestSchedClasses(t *testing.T) {
+	plain := newWorker(t, "kt-plain")
+	if canSetNice(0) {
+		checkAttr(t, plain, sched.Attr{Policy: sched.PolicyNormal})
+	} // else TestClassApplied checks the inherited nice
+	n := testNice(t)
+	nice := newWorker(t, "kt-nice", kthread.WithNice(n))
+	checkAttr(t, nice, sched.Attr{Policy: sched.PolicyNormal, Nice: n})
+	up := min(n+2, 19) // raising nice needs no privilege
+	if err := kthread.SetNormal(nice, up); err != nil {
+		t.Fatal(err)
+	}
+	checkAttr(t, nice, sched.Attr{Policy: sched.PolicyNormal, Nice: up})
+	for _, bad := range []int{20, -21, 100} {
+		if _, err := kthread.CreateWorker("kt-bad", kthread.WithNice(bad)); !errors.Is(err, kthread.ErrInvalidArgument) {
+			t.Errorf("WithNice(%d) = %v, want ErrInvalidArgument", bad, err)
+		}
+		if err := kthread.SetNormal(nice, bad); !errors.Is(err, kthread.ErrInvalidArgument) {
+			t.Errorf("SetNormal(%d) = %v, want ErrInvalidArgument", bad, err)
+		}
+	}
+	checkAttr(t, nice, sched.Attr{Policy: sched.PolicyNormal, Nice: up})
+
+	needRT(t)
+	fifo := newWorker(t, "kt-fifo", kthread.WithFIFO())
+	checkAttr(t, fifo, sched.Attr{Policy: sched.PolicyFIFO, Priority: 50})
+	low := newWorker(t, "kt-fifolow", kthread.WithFIFOLow())
+	checkAttr(t, low, sched.Attr{Policy: sched.PolicyFIFO, Priority: 1})
+	hn := newWorker(t, "kt-nice-neg", kthread.WithNice(-5))
+	checkAttr(t, hn, sched.Attr{Policy: sched.PolicyNormal, Nice: -5})
+
+	if err := kthread.SetFIFO(plain); err != nil {
+		t.Fatal(err)
+	}
+	checkAttr(t, plain, sched.Attr{Policy: sched.PolicyFIFO, Priority: 50})
+	if err := kthread.SetFIFOLow(plain); err != nil {
+		t.Fatal(err)
+	}
+	checkAttr(t, plain, sched.Attr{Policy: sched.PolicyFIFO, Priority: 1})
+	if err := kthread.SetNormal(plain, 0); err != nil {
+		t.Fatal(err)
+	}
+	checkAttr(t, plain, sched.Attr{Policy: sched.PolicyNormal})
+	// The items still run on the RT workers.
+	for _, wk := range []*kthread.Worker{fifo, low} {
+		var c counter
+		w := kthread.NewWork(c.fn)
+		wk.QueueWork(w)
+		wk.FlushWork(w)
+		if c.n.Load() != 1 || int(c.tid.Load()) != wk.TID() {
+			t.Errorf("%s: item ran %d times on %d", wk.Name(), c.n.Load(), c.tid.Load())
+		}
 	}
 }

@@ -16,18 +16,6 @@ import (
 	"github.com/gowq/wq/kthread"
 )
 
-// testNice is a nice value that this process may give a worker: 5, or the
-// process's own nice when it runs niced above that without the privilege
-// to lower it (`nice -n 19 go test` as an unprivileged user).
-func testNice(t *testing.T) int {
-	t.Helper()
-	a, err := sched.GetAttr(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return max(5, a.Nice)
-}
-
 // threadAttrs are the attributes that must not leak with a thread.
 type threadAttrs struct {
 	name string

@@ -29,7 +29,7 @@ func ExampleCreateWorker() {
 	// hello from example
 }
 
-// Seed 003's EROFS pool: a SCHED_FIFO-low worker per online CPU, with an
+// EROFS's per-CPU decompression workers: a SCHED_FIFO-low worker per online CPU, with an
 // UNBOUND|HIGHPRI workqueue for CPUs that have none.
 func ExampleNewPerCPU() {
 	set, err := kthread.NewPerCPU("erofs_worker", wqfallback.Queue(nil), kthread.WithFIFOLow())

@@ -2,7 +2,9 @@ package kthread_test
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -173,4 +175,48 @@ func TestReplacementThreadWaitsForTheGate(t *testing.T) {
 			t.Errorf("Destroy: %v", err)
 		}
 	})
+}
+
+func TestGoexitReplacesThread(t *testing.T) {
+	errs := captureErrors(t)
+	cpu := wq.OnlineCPUs()[0]
+	nice := testNice(t)
+	wk, err := kthread.CreateWorkerOnCPU(cpu, "kt-goexit", kthread.WithNice(nice))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = wk.Destroy() })
+	oldTID := wk.TID()
+	x := kthread.NewWork(runtime.Goexit)
+	var c counter
+	y := kthread.NewWork(c.fn)
+	wk.QueueWork(x)
+	wk.QueueWork(y)
+	// A flush of the Goexit item is released normally.
+	wk.FlushWork(x)
+	wk.FlushWork(y)
+	if c.n.Load() != 1 {
+		t.Fatal("worker stalled after runtime.Goexit")
+	}
+	newTID := wk.TID()
+	if newTID == oldTID || int(c.tid.Load()) != newTID {
+		t.Errorf("TID before %d, after %d, item ran on %d; want a new thread", oldTID, newTID, c.tid.Load())
+	}
+	if got := errs.count(kthread.ErrGoexit); got != 1 {
+		t.Errorf("ErrGoexit reported %d times, want 1", got)
+	}
+	// The replacement has the same name, affinity and class.
+	if name, _ := sched.ThreadName(newTID); name != fmt.Sprintf("kt-goexit/%d", cpu) {
+		t.Errorf("replacement thread name %q", name)
+	}
+	if aff, err := sched.Affinity(newTID); err != nil || !slices.Equal(aff, []int{cpu}) {
+		t.Errorf("replacement affinity %v (%v), want [%d]", aff, err, cpu)
+	}
+	if a, err := sched.GetAttr(newTID); err != nil || a.Policy != sched.PolicyNormal || a.Nice != nice {
+		t.Errorf("replacement attr %+v (%v), want nice %d", a, err, nice)
+	}
+	waitFor(t, "the old thread to exit", func() bool { return !sched.ProcessAlive(oldTID) })
+	if err := wk.Destroy(); err != nil {
+		t.Fatal(err)
+	}
 }

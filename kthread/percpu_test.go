@@ -14,33 +14,6 @@ import (
 	"github.com/gowq/wq/kthread/wqfallback"
 )
 
-// newFallback allocates an ordinary unbound workqueue (no privilege
-// needed) for a PerCPU set.
-func newFallback(t *testing.T, name string) *wq.Workqueue {
-	t.Helper()
-	// Threads: the tests tell the fallback's items by their kworker thread.
-	q, err := wq.Alloc(name, wq.Unbound, 0, wq.Threads())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(q.Destroy)
-	return q
-}
-
-func newPerCPU(t *testing.T, name string, fb *wq.Workqueue, opts ...kthread.Option) *kthread.PerCPU {
-	t.Helper()
-	s, err := kthread.NewPerCPU(name, wqfallback.Queue(fb), opts...)
-	if err != nil {
-		t.Fatalf("NewPerCPU(%q): %v", name, err)
-	}
-	t.Cleanup(func() {
-		if err := s.Destroy(); err != nil {
-			t.Errorf("Destroy: %v", err)
-		}
-	})
-	return s
-}
-
 // workerTIDs returns the thread ids of the set's workers.
 func workerTIDs(s *kthread.PerCPU) []int {
 	var out []int

@@ -3,12 +3,13 @@ package kthread_test
 import (
 	"errors"
 	"fmt"
-	"github.com/gowq/wq/internal/testutil"
 	"os"
 	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/gowq/wq/internal/testutil"
 
 	"github.com/gowq/wq"
 	"github.com/gowq/wq/internal/sched"
@@ -87,23 +88,6 @@ func checkRefused() []string {
 	}
 	fb.Destroy()
 	return fails
-}
-
-// permChild runs in the unprivileged child process.
-func permChild() int {
-	if sched.CheckRT(1) == nil || sched.CheckNice(-5) == nil {
-		fmt.Println("SKIP: this process may use SCHED_FIFO or negative nice without CAP_SYS_NICE (RLIMIT_RTPRIO/RLIMIT_NICE)")
-		return 0
-	}
-	fails := checkRefused()
-	for _, f := range fails {
-		fmt.Println("FAIL:", f)
-	}
-	if len(fails) > 0 {
-		return 1
-	}
-	fmt.Println("OK")
-	return 0
 }
 
 // TestPermissionRefused checks that a class the process may not use fails

@@ -118,3 +118,32 @@ func statPriority(t *testing.T, tid int) int {
 	}
 	return p
 }
+
+// TestPIMutexRelockPanicUnlocksThread: a second Lock from the
+// owner's thread panics (EDEADLK). That is how a tracer that queues on an
+// RT pool from an event traced under that pool's lock fails, and the
+// tracer's panic is recovered (wq's emit); the goroutine must not stay
+// locked to its thread by the failed Lock's LockOSThread. Seen by the
+// thread: a goroutine that ends locked takes its thread with it. (Failed
+// before the fix.)
+func TestPIMutexRelockPanicUnlocksThread(t *testing.T) {
+	var m PIMutex
+	tidc := make(chan int)
+	go func() {
+		m.Lock()
+		func() {
+			defer func() { _ = recover() }()
+			m.Lock()
+		}()
+		m.Unlock()
+		tidc <- Gettid()
+	}()
+	tid := <-tidc
+	if tid == os.Getpid() {
+		t.Skip("ran on the main thread, which never exits")
+	}
+	time.Sleep(200 * time.Millisecond) // the goroutine ends; a locked thread would exit
+	if _, err := os.Stat("/proc/self/task/" + strconv.Itoa(tid)); err != nil {
+		t.Errorf("thread %d exited with the goroutine: the failed Lock left it locked (%v)", tid, err)
+	}
+}

@@ -3,118 +3,17 @@ package kthread_test
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 
 	"github.com/gowq/wq"
 	"github.com/gowq/wq/internal/sched"
 	"github.com/gowq/wq/kthread"
 )
-
-func TestMain(m *testing.M) {
-	if os.Getenv(permChildEnv) != "" {
-		os.Exit(permChild())
-	}
-	if os.Getenv(niceChildEnv) != "" {
-		os.Exit(niceChild())
-	}
-	goleak.VerifyTestMain(m)
-}
-
-// waitFor polls cond for up to 10 s; generous so that slow machines pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(200 * time.Microsecond)
-	}
-}
-
-func newWorker(t *testing.T, name string, opts ...kthread.Option) *kthread.Worker {
-	t.Helper()
-	wk, err := kthread.CreateWorker(name, opts...)
-	if err != nil {
-		t.Fatalf("CreateWorker(%q): %v", name, err)
-	}
-	t.Cleanup(func() {
-		if err := wk.Destroy(); err != nil {
-			t.Errorf("Destroy(%s): %v", name, err)
-		}
-	})
-	return wk
-}
-
-// gate occupies a worker until opened, so that items queued behind it stay
-// pending.
-type gate struct {
-	w       *kthread.Work
-	started chan struct{}
-	release chan struct{}
-	once    sync.Once
-}
-
-func block(t *testing.T, wk *kthread.Worker) *gate {
-	t.Helper()
-	g := &gate{started: make(chan struct{}), release: make(chan struct{})}
-	g.w = kthread.NewWork(func() {
-		close(g.started)
-		<-g.release
-	})
-	if !wk.QueueWork(g.w) {
-		t.Fatal("QueueWork(gate) = false")
-	}
-	<-g.started
-	t.Cleanup(g.open)
-	return g
-}
-
-func (g *gate) open() { g.once.Do(func() { close(g.release) }) }
-
-// errLog collects what the error handler reports during a test.
-type errLog struct {
-	mu   sync.Mutex
-	errs []error
-}
-
-func captureErrors(t *testing.T) *errLog {
-	l := &errLog{}
-	kthread.SetErrorHandler(func(op, fn string, err error) {
-		l.mu.Lock()
-		l.errs = append(l.errs, fmt.Errorf("%s(%s): %w", op, fn, err))
-		l.mu.Unlock()
-	})
-	t.Cleanup(func() { kthread.SetErrorHandler(nil) })
-	return l
-}
-
-func (l *errLog) count(target error) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, e := range l.errs {
-		if errors.Is(e, target) {
-			n++
-		}
-	}
-	return n
-}
-
-func (l *errLog) all() []error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.errs)
-}
 
 // counter is a work function that counts its runs and the thread it ran on.
 type counter struct {
@@ -582,84 +481,6 @@ func TestDestroyCancelsArmedDelayedWork(t *testing.T) {
 	}
 }
 
-func TestPanicRecovered(t *testing.T) {
-	var got []kthread.PanicInfo
-	var mu sync.Mutex
-	kthread.SetPanicHandler(func(pi kthread.PanicInfo) {
-		mu.Lock()
-		got = append(got, pi)
-		mu.Unlock()
-	})
-	t.Cleanup(func() { kthread.SetPanicHandler(nil) })
-	wk := newWorker(t, "kt-panic")
-	p := kthread.NewWork(func() { panic("boom") })
-	var c counter
-	wk.QueueWork(p)
-	wk.QueueWork(kthread.NewWork(c.fn))
-	wk.FlushWorker()
-	if c.n.Load() != 1 {
-		t.Fatal("worker stopped after a panic")
-	}
-	mu.Lock()
-	infos := slices.Clone(got)
-	mu.Unlock()
-	if len(infos) != 1 {
-		t.Fatalf("panic handler called %d times, want 1", len(infos))
-	}
-	pi := infos[0]
-	if pi.Value != "boom" || pi.Worker != "kt-panic" || !strings.Contains(pi.Func, "TestPanicRecovered") || len(pi.Stack) == 0 {
-		t.Errorf("PanicInfo = %+v", pi)
-	}
-	if !wk.QueueWork(p) {
-		t.Error("panicked item cannot be queued again")
-	}
-	wk.FlushWorker()
-}
-
-func TestGoexitReplacesThread(t *testing.T) {
-	errs := captureErrors(t)
-	cpu := wq.OnlineCPUs()[0]
-	nice := testNice(t)
-	wk, err := kthread.CreateWorkerOnCPU(cpu, "kt-goexit", kthread.WithNice(nice))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = wk.Destroy() })
-	oldTID := wk.TID()
-	x := kthread.NewWork(runtime.Goexit)
-	var c counter
-	y := kthread.NewWork(c.fn)
-	wk.QueueWork(x)
-	wk.QueueWork(y)
-	// A flush of the Goexit item is released normally.
-	wk.FlushWork(x)
-	wk.FlushWork(y)
-	if c.n.Load() != 1 {
-		t.Fatal("worker stalled after runtime.Goexit")
-	}
-	newTID := wk.TID()
-	if newTID == oldTID || int(c.tid.Load()) != newTID {
-		t.Errorf("TID before %d, after %d, item ran on %d; want a new thread", oldTID, newTID, c.tid.Load())
-	}
-	if got := errs.count(kthread.ErrGoexit); got != 1 {
-		t.Errorf("ErrGoexit reported %d times, want 1", got)
-	}
-	// The replacement has the same name, affinity and class.
-	if name, _ := sched.ThreadName(newTID); name != fmt.Sprintf("kt-goexit/%d", cpu) {
-		t.Errorf("replacement thread name %q", name)
-	}
-	if aff, err := sched.Affinity(newTID); err != nil || !slices.Equal(aff, []int{cpu}) {
-		t.Errorf("replacement affinity %v (%v), want [%d]", aff, err, cpu)
-	}
-	if a, err := sched.GetAttr(newTID); err != nil || a.Policy != sched.PolicyNormal || a.Nice != nice {
-		t.Errorf("replacement attr %+v (%v), want nice %d", a, err, nice)
-	}
-	waitFor(t, "the old thread to exit", func() bool { return !sched.ProcessAlive(oldTID) })
-	if err := wk.Destroy(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestThreadNames(t *testing.T) {
 	long := "abcdefghijklmnopqrstuvwxyz"
 	wk := newWorker(t, long)
@@ -713,79 +534,6 @@ func TestCreateWorkerOnCPU(t *testing.T) {
 	}
 }
 
-func needRT(t *testing.T) {
-	t.Helper()
-	if err := sched.CheckRT(kthread.FIFOPriority); err != nil {
-		t.Skipf("SCHED_FIFO not permitted here: %v", err)
-	}
-}
-
-func checkAttr(t *testing.T, wk *kthread.Worker, want sched.Attr) {
-	t.Helper()
-	got, err := sched.GetAttr(wk.TID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != want {
-		t.Errorf("%s: sched_getattr = %+v, want %+v", wk.Name(), got, want)
-	}
-}
-
-func TestSchedClasses(t *testing.T) {
-	plain := newWorker(t, "kt-plain")
-	if canSetNice(0) {
-		checkAttr(t, plain, sched.Attr{Policy: sched.PolicyNormal})
-	} // else TestClassApplied checks the inherited nice
-	n := testNice(t)
-	nice := newWorker(t, "kt-nice", kthread.WithNice(n))
-	checkAttr(t, nice, sched.Attr{Policy: sched.PolicyNormal, Nice: n})
-	up := min(n+2, 19) // raising nice needs no privilege
-	if err := kthread.SetNormal(nice, up); err != nil {
-		t.Fatal(err)
-	}
-	checkAttr(t, nice, sched.Attr{Policy: sched.PolicyNormal, Nice: up})
-	for _, bad := range []int{20, -21, 100} {
-		if _, err := kthread.CreateWorker("kt-bad", kthread.WithNice(bad)); !errors.Is(err, kthread.ErrInvalidArgument) {
-			t.Errorf("WithNice(%d) = %v, want ErrInvalidArgument", bad, err)
-		}
-		if err := kthread.SetNormal(nice, bad); !errors.Is(err, kthread.ErrInvalidArgument) {
-			t.Errorf("SetNormal(%d) = %v, want ErrInvalidArgument", bad, err)
-		}
-	}
-	checkAttr(t, nice, sched.Attr{Policy: sched.PolicyNormal, Nice: up})
-
-	needRT(t)
-	fifo := newWorker(t, "kt-fifo", kthread.WithFIFO())
-	checkAttr(t, fifo, sched.Attr{Policy: sched.PolicyFIFO, Priority: 50})
-	low := newWorker(t, "kt-fifolow", kthread.WithFIFOLow())
-	checkAttr(t, low, sched.Attr{Policy: sched.PolicyFIFO, Priority: 1})
-	hn := newWorker(t, "kt-nice-neg", kthread.WithNice(-5))
-	checkAttr(t, hn, sched.Attr{Policy: sched.PolicyNormal, Nice: -5})
-
-	if err := kthread.SetFIFO(plain); err != nil {
-		t.Fatal(err)
-	}
-	checkAttr(t, plain, sched.Attr{Policy: sched.PolicyFIFO, Priority: 50})
-	if err := kthread.SetFIFOLow(plain); err != nil {
-		t.Fatal(err)
-	}
-	checkAttr(t, plain, sched.Attr{Policy: sched.PolicyFIFO, Priority: 1})
-	if err := kthread.SetNormal(plain, 0); err != nil {
-		t.Fatal(err)
-	}
-	checkAttr(t, plain, sched.Attr{Policy: sched.PolicyNormal})
-	// The items still run on the RT workers.
-	for _, wk := range []*kthread.Worker{fifo, low} {
-		var c counter
-		w := kthread.NewWork(c.fn)
-		wk.QueueWork(w)
-		wk.FlushWork(w)
-		if c.n.Load() != 1 || int(c.tid.Load()) != wk.TID() {
-			t.Errorf("%s: item ran %d times on %d", wk.Name(), c.n.Load(), c.tid.Load())
-		}
-	}
-}
-
 func TestQueueDoesNotAllocate(t *testing.T) {
 	wk := newWorker(t, "kt-alloc")
 	s := newPerCPU(t, "kt-alloc", newFallback(t, "kt-alloc-wq"))
@@ -810,5 +558,51 @@ func TestQueueDoesNotAllocate(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Errorf("PerCPU.Queue allocates %.1f times per run", n)
+	}
+}
+
+// TestModDelayedRacingExpiryRunsOnceOrTwice: ModDelayedWork with delays of a few us
+// races the timer's expiry (the stale-callback count), on Go timers and
+// on the RT timer thread; after each round's FlushWork the item ran once
+// or twice (twice when the first arming fired and ran before the second
+// ModDelayedWork), never zero times (lost) nor three (fired twice).
+func TestModDelayedRacingExpiryRunsOnceOrTwice(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts []kthread.Option
+	}{{"normal", nil}, {"fifo-low", []kthread.Option{kthread.WithFIFOLow()}}} {
+		t.Run(c.name, func(t *testing.T) {
+			wk, err := kthread.CreateWorker("kt-rev-mod", c.opts...)
+			if errors.Is(err, kthread.ErrPermission) {
+				t.Skipf("class refused here: %v", err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = wk.Destroy() }()
+			var runs atomic.Int32
+			dw := kthread.NewDelayedWork(func() { runs.Add(1) })
+			for i := range 2000 {
+				r0 := runs.Load()
+				wk.ModDelayedWork(dw, time.Duration(i%7)*time.Microsecond)
+				for range i % 3 {
+					runtime.Gosched()
+				}
+				wk.ModDelayedWork(dw, time.Duration(i%5)*3*time.Microsecond)
+				wk.FlushWork(&dw.Work)
+				if n := runs.Load() - r0; n < 1 || n > 2 {
+					t.Fatalf("round %d: the item ran %d times (want 1 or 2)", i, n)
+				}
+				if i%4 == 0 {
+					wk.ModDelayedWork(dw, time.Duration(i%7)*time.Microsecond)
+					wk.CancelDelayedWorkSync(dw)
+					r1 := runs.Load()
+					wk.FlushWork(&dw.Work)
+					if runs.Load() != r1 {
+						t.Fatalf("round %d: ran after CancelDelayedWorkSync", i)
+					}
+				}
+			}
+		})
 	}
 }

@@ -1,9 +1,5 @@
 package wq_test
 
-// Observability: the wq_monitor.py counters against known workloads, the
-// lockup watchdog, runtime attributes, and the ftrace text of the tracer
-// read back by the parser used for the kernel's captures.
-
 import (
 	"bytes"
 	"errors"
@@ -19,11 +15,14 @@ import (
 	"time"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/gowq/wq"
 	"github.com/gowq/wq/wqtrace"
+	"golang.org/x/sys/unix"
 )
+
+// Observability: the wq_monitor.py counters against known workloads, the
+// lockup watchdog, runtime attributes, and the ftrace text of the tracer
+// read back by the parser used for the kernel's captures.
 
 // obsSpinCPU burns d of the calling thread's CPU time (not wall time: on a
 // loaded machine a wall-clock spinner may get less CPU than it spun).
@@ -335,7 +334,7 @@ func mapsEqual(a, b map[string]string) bool {
 }
 
 // TestObsAttrsRT: an RT queue's nice, affinity_scope, affinity_strict and
-// policy are read-only (seed 002); max_active stays writable.
+// policy are read-only; max_active stays writable.
 func TestObsAttrsRT(t *testing.T) {
 	q, err := wq.Alloc("obs_attrs_rt", wq.Unbound|wq.RT|wq.Sysfs, 0)
 	if errors.Is(err, wq.ErrPermission) {
@@ -469,68 +468,6 @@ type obsNopTracer struct{}
 
 func (obsNopTracer) Trace(*wqtrace.Event) {}
 
-// benchQueueRoundTrip measures queueing an idle item on CPU 0 and waiting
-// (without allocating) until it has run: the queue_work, activate_work,
-// execute_start and execute_end tracepoints, plus a worker wake-up.
-func benchQueueRoundTrip(b *testing.B) {
-	q, err := wq.Alloc("obs_bench", wq.PerCPU, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer q.Destroy()
-	w := wq.NewWork(func() {})
-	q.QueueOn(0, w)
-	w.Flush()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		if !q.QueueOn(0, w) {
-			b.Fatal("QueueOn of an idle item returned false")
-		}
-		for w.Busy() != 0 {
-			runtime.Gosched()
-		}
-	}
-}
-
-// benchQueueOnly measures the queue call alone (the queue_work
-// tracepoint): items are queued on a frozen Freezable queue, so they wait
-// on the inactive list and no worker is woken; every 65536 items they are
-// cancelled (Cancel takes them off the inactive list) with the timer
-// stopped.
-func benchQueueOnly(b *testing.B) {
-	q, err := wq.Alloc("obs_bench_frozen", wq.PerCPU|wq.Freezable, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer q.Destroy()
-	const chunk = 1 << 16
-	items := make([]*wq.Work, chunk)
-	for i := range items {
-		items[i] = wq.NewWork(func() {})
-	}
-	cancelAll := func() {
-		for _, w := range items {
-			w.Cancel()
-		}
-	}
-	wq.FreezeAll()
-	defer wq.ThawAll() // before Destroy, which would wait for frozen items
-	defer cancelAll()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
-		if i%chunk == 0 && i > 0 {
-			b.StopTimer()
-			cancelAll()
-			b.StartTimer()
-		}
-		if !q.QueueOn(0, items[i%chunk]) {
-			b.Fatal("QueueOn of an idle item returned false")
-		}
-	}
-}
-
 func benchWithTracer(b *testing.B, tr wqtrace.Tracer) {
 	if tr != nil {
 		wq.SetTracer(tr)
@@ -548,3 +485,78 @@ func BenchmarkQueueNoTracer(b *testing.B) { benchWithTracer(b, nil) }
 // BenchmarkQueueWithTracer is BenchmarkQueueNoTracer with a no-op tracer
 // installed: the events are built and passed to it.
 func BenchmarkQueueWithTracer(b *testing.B) { benchWithTracer(b, obsNopTracer{}) }
+
+// Stats after Destroy returns without a crash or a hang.
+func TestStatsAfterDestroy(t *testing.T) {
+	for _, flags := range []wq.Flags{wq.PerCPU, wq.Unbound} {
+		q, _ := wq.Alloc("statsdestroy", flags, 0)
+		for i := 0; i < 5; i++ {
+			w := wq.NewWork(func() {})
+			q.Queue(w)
+			w.Flush()
+		}
+		q.Destroy()
+		if s := q.Stats(); s.Total != 5 {
+			t.Errorf("%v: Stats().Total after Destroy = %d, want 5", flags, s.Total)
+		}
+	}
+}
+
+// waitCPUTime polls q's CPUTime until it is non-zero (the read at the
+// worker's park), for at most 2 s.
+func waitCPUTime(q *wq.Workqueue) time.Duration {
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		if c := q.Stats().CPUTime; c > 0 {
+			return c
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return q.Stats().CPUTime
+}
+
+// TestCPUAccountingOffIsNotChargedLater: CPU used while accounting was off must
+// not be charged, after SetCPUAccounting(true), to the next queue whose
+// item the worker runs. (Failed before the fix: the whole burn of the
+// first item, ~30 ms, went to the second queue's CPUTime.)
+func TestCPUAccountingOffIsNotChargedLater(t *testing.T) {
+	obsCPUIntensiveThresh(t, time.Hour)
+	t.Cleanup(func() { wq.SetCPUAccounting(true) })
+	qa := mustAlloc(t, "acct_a", wq.PerCPU, 0)
+	qb := mustAlloc(t, "acct_b", wq.PerCPU, 0)
+	wq.SetCPUAccounting(false)
+	b := wq.NewWork(func() { wq.SetCPUAccounting(true) })
+	qa.QueueOn(0, wq.NewWork(func() {
+		obsSpinCPU(t, 30*time.Millisecond)
+		qb.QueueOn(0, b)
+	}))
+	qa.Flush()
+	qb.Flush()
+	if c := waitCPUTime(qb); c > 10*time.Millisecond {
+		t.Errorf("queue b's item took microseconds, but its CPUTime is %v: the CPU burnt with accounting off was charged to it", c)
+	}
+}
+
+// TestCPUAccountingOffStopsCharging: CPU used after SetCPUAccounting(false)
+// must not be charged to the queue of the last item run with accounting on
+// ("When off, CPUtime stays 0").
+func TestCPUAccountingOffStopsCharging(t *testing.T) {
+	obsCPUIntensiveThresh(t, time.Hour)
+	wq.SetCPUAccounting(true)
+	t.Cleanup(func() { wq.SetCPUAccounting(true) })
+	qc := mustAlloc(t, "acct_c", wq.PerCPU, 0)
+	qd := mustAlloc(t, "acct_d", wq.PerCPU, 0)
+	d := wq.NewWork(func() {
+		wq.SetCPUAccounting(false)
+		obsSpinCPU(t, 30*time.Millisecond)
+	})
+	qc.QueueOn(0, wq.NewWork(func() { qd.QueueOn(0, d) }))
+	qc.Flush()
+	qd.Flush()
+	if c := waitCPUTime(qc); c > 10*time.Millisecond {
+		t.Errorf("queue c's item took microseconds, but its CPUTime is %v: CPU burnt with accounting off was charged to it", c)
+	}
+	if c := qd.Stats().CPUTime; c > 10*time.Millisecond {
+		t.Errorf("queue d ran with accounting off, CPUTime %v", c)
+	}
+}

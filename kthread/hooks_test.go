@@ -5,29 +5,14 @@ import (
 	"errors"
 	"log/slog"
 	"runtime"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/gowq/wq/kthread"
 )
-
-// within runs f on a goroutine and fails the test if it has not returned
-// after 10 s (generous: it must return at once), so that a regression
-// fails instead of hanging the suite.
-func within(t *testing.T, what string, f func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f()
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s did not return", what)
-	}
-}
 
 // TestPanicHandlerContained: a panic handler that calls runtime.Goexit,
 // panics, or waits on its own worker cannot kill the worker, leave the
@@ -202,4 +187,38 @@ func TestSlogDefaultContained(t *testing.T) {
 			t.Errorf("goexit=%v: worker stopped", goexit)
 		}
 	}
+}
+
+func TestPanicRecovered(t *testing.T) {
+	var got []kthread.PanicInfo
+	var mu sync.Mutex
+	kthread.SetPanicHandler(func(pi kthread.PanicInfo) {
+		mu.Lock()
+		got = append(got, pi)
+		mu.Unlock()
+	})
+	t.Cleanup(func() { kthread.SetPanicHandler(nil) })
+	wk := newWorker(t, "kt-panic")
+	p := kthread.NewWork(func() { panic("boom") })
+	var c counter
+	wk.QueueWork(p)
+	wk.QueueWork(kthread.NewWork(c.fn))
+	wk.FlushWorker()
+	if c.n.Load() != 1 {
+		t.Fatal("worker stopped after a panic")
+	}
+	mu.Lock()
+	infos := slices.Clone(got)
+	mu.Unlock()
+	if len(infos) != 1 {
+		t.Fatalf("panic handler called %d times, want 1", len(infos))
+	}
+	pi := infos[0]
+	if pi.Value != "boom" || pi.Worker != "kt-panic" || !strings.Contains(pi.Func, "TestPanicRecovered") || len(pi.Stack) == 0 {
+		t.Errorf("PanicInfo = %+v", pi)
+	}
+	if !wk.QueueWork(p) {
+		t.Error("panicked item cannot be queued again")
+	}
+	wk.FlushWorker()
 }

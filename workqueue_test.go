@@ -2,7 +2,6 @@ package wq_test
 
 import (
 	"errors"
-	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -11,83 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-	"golang.org/x/sys/unix"
-
 	"github.com/gowq/wq"
 	"github.com/gowq/wq/internal/sched"
 )
-
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// ants/v2 starts its default pool's goroutines at package init.
-		goleak.IgnoreAnyFunction("github.com/panjf2000/ants/v2.(*poolCommon).purgeStaleWorkers"),
-		goleak.IgnoreAnyFunction("github.com/panjf2000/ants/v2.(*poolCommon).ticktock"))
-}
-
-// waitFor polls cond for up to 10 s; generous so slow machines pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(200 * time.Microsecond)
-	}
-}
-
-func mustAlloc(t *testing.T, name string, flags wq.Flags, maxActive int, opts ...wq.Option) *wq.Workqueue {
-	t.Helper()
-	q, err := wq.Alloc(name, flags, maxActive, opts...)
-	if err != nil {
-		t.Fatalf("Alloc(%q, %v): %v", name, flags, err)
-	}
-	t.Cleanup(q.Destroy)
-	return q
-}
-
-// captureErrors collects what the error handler reports during the test.
-func captureErrors(t *testing.T) *errLog {
-	l := &errLog{}
-	wq.SetErrorHandler(func(op, fn string, err error) {
-		l.mu.Lock()
-		l.errs = append(l.errs, err)
-		l.mu.Unlock()
-	})
-	t.Cleanup(func() { wq.SetErrorHandler(nil) })
-	return l
-}
-
-type errLog struct {
-	mu   sync.Mutex
-	errs []error
-}
-
-func (l *errLog) count(target error) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, e := range l.errs {
-		if errors.Is(e, target) {
-			n++
-		}
-	}
-	return n
-}
-
-func isRoot() bool { return os.Geteuid() == 0 }
-
-func TestFlagsValidation(t *testing.T) {
-	for _, f := range []wq.Flags{wq.PerCPU | wq.Unbound, wq.HighPri | wq.RT, 1 << 20} {
-		if _, err := wq.Alloc("bad", f, 0); !errors.Is(err, wq.ErrInvalidFlags) {
-			t.Errorf("Alloc(%v) err = %v, want ErrInvalidFlags", f, err)
-		}
-	}
-	if _, err := wq.AllocOrdered("bad", wq.PerCPU); !errors.Is(err, wq.ErrInvalidFlags) {
-		t.Errorf("AllocOrdered(PerCPU) err = %v, want ErrInvalidFlags", err)
-	}
-}
 
 func TestMaxActiveClamp(t *testing.T) {
 	for _, c := range []struct{ in, want int }{{0, 1024}, {-5, 1}, {5000, 2048}, {16, 16}} {
@@ -361,231 +286,6 @@ func TestCongested(t *testing.T) {
 	}
 }
 
-// TestConcurrencyManagement: on a per-CPU pool, items that do not sleep
-// never overlap; an item that sleeps lets the next one start.
-func TestConcurrencyManagement(t *testing.T) {
-	q := mustAlloc(t, "cm", wq.PerCPU, 0)
-	type span struct{ a, b int64 }
-	var mu sync.Mutex
-	var spans []span
-	spin := func() {
-		s := time.Now().UnixNano()
-		for time.Now().UnixNano()-s < int64(200*time.Microsecond) {
-		}
-		e := time.Now().UnixNano()
-		mu.Lock()
-		spans = append(spans, span{s, e})
-		mu.Unlock()
-	}
-	for i := 0; i < 20; i++ {
-		q.QueueOn(0, wq.NewWork(spin))
-	}
-	q.Flush()
-	slices.SortFunc(spans, func(x, y span) int { return int(x.a - y.a) })
-	for i := 1; i < len(spans); i++ {
-		if spans[i].a < spans[i-1].b {
-			t.Fatalf("non-sleeping items overlapped on a per-CPU pool: %v and %v", spans[i-1], spans[i])
-		}
-	}
-	// A sleeping item must not hold back the next one.
-	release := make(chan struct{})
-	var second atomic.Bool
-	q.QueueOn(0, wq.NewWork(func() { <-release }))
-	q.QueueOn(0, wq.NewWork(func() { second.Store(true) }))
-	waitFor(t, "CM to start the second item while the first sleeps", second.Load)
-	close(release)
-	q.Flush()
-	if q.Stat("cmw") < 1 {
-		t.Errorf("CMW = %d, want >= 1", q.Stat("cmw"))
-	}
-}
-
-func threadCPU() time.Duration {
-	var ts unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
-	return time.Duration(ts.Nano())
-}
-
-func TestCPUIntensiveDetection(t *testing.T) {
-	q := mustAlloc(t, "cpuitsv", wq.PerCPU, 0)
-	var otherRan, otherBeforeSpinner, spinnerDone atomic.Bool
-	// The spinner burns CPU time (not wall time, which a loaded machine
-	// stretches) until the item queued behind it has run, or 2 s of CPU.
-	// Only CPU-intensive detection lets that item start on this pool.
-	q.QueueOn(0, wq.NewWork(func() {
-		s := threadCPU()
-		for (threadCPU()-s < 40*time.Millisecond || !otherRan.Load()) && threadCPU()-s < 2*time.Second {
-		}
-		spinnerDone.Store(true)
-	}))
-	q.QueueOn(0, wq.NewWork(func() {
-		otherBeforeSpinner.Store(!spinnerDone.Load())
-		otherRan.Store(true)
-	}))
-	q.Flush()
-	if got := q.Stat("cpuitsv"); got != 1 {
-		t.Errorf("CPUitsv = %d, want 1", got)
-	}
-	if !otherRan.Load() {
-		t.Fatal("second item never ran")
-	}
-	if !otherBeforeSpinner.Load() {
-		t.Error("the item behind a CPU-intensive spinner waited for it to end")
-	}
-}
-
-func TestPanicRecovered(t *testing.T) {
-	var got atomic.Pointer[wq.PanicInfo]
-	wq.SetPanicHandler(func(pi wq.PanicInfo) { got.Store(&pi) })
-	defer wq.SetPanicHandler(nil)
-	q := mustAlloc(t, "panic", wq.PerCPU, 0)
-	w := wq.NewWork(boom)
-	q.QueueOn(0, w)
-	w.Flush()
-	pi := got.Load()
-	if pi == nil {
-		t.Fatal("panic handler not called")
-	}
-	if pi.Value != "boom" || pi.Workqueue != "panic" || pi.Func != "github.com/gowq/wq_test.boom" || len(pi.Stack) == 0 {
-		t.Errorf("PanicInfo = %+v", *pi)
-	}
-	// The pool still serves.
-	var ok atomic.Bool
-	w2 := wq.NewWork(func() { ok.Store(true) })
-	q.QueueOn(0, w2)
-	w2.Flush()
-	if !ok.Load() {
-		t.Error("worker did not keep serving after a panic")
-	}
-	if q.Stat("completed") != 2 {
-		t.Errorf("completed = %d, want 2 (a panicking item counts as completed)", q.Stat("completed"))
-	}
-}
-
-func boom() { panic("boom") }
-
-func TestGoexitSurvives(t *testing.T) {
-	errs := captureErrors(t)
-	_ = errs
-	q := mustAlloc(t, "goexit", wq.PerCPU, 0)
-	w := wq.NewWork(func() { runtime.Goexit() })
-	q.QueueOn(0, w)
-	w.Flush()
-	var ok atomic.Bool
-	w2 := wq.NewWork(func() { ok.Store(true) })
-	q.QueueOn(0, w2)
-	w2.Flush()
-	if !ok.Load() {
-		t.Error("pool stalled after runtime.Goexit in a work function")
-	}
-}
-
-func TestCancel(t *testing.T) {
-	q := mustAlloc(t, "cancel", wq.PerCPU, 1)
-	release := make(chan struct{})
-	started := make(chan struct{}, 1)
-	blocker := wq.NewWork(func() { started <- struct{}{}; <-release })
-	var ran atomic.Bool
-	w := wq.NewWork(func() { ran.Store(true) })
-	q.QueueOn(0, blocker)
-	<-started
-	q.QueueOn(0, w) // inactive behind max_active 1
-	if !w.Cancel() {
-		t.Error("Cancel of a pending item returned false")
-	}
-	if w.Cancel() {
-		t.Error("Cancel of an idle item returned true")
-	}
-	if w.Pending() {
-		t.Error("still pending after Cancel")
-	}
-	// CancelSync waits for the running instance.
-	done := make(chan bool)
-	go func() { done <- blocker.CancelSync() }()
-	select {
-	case <-done:
-		t.Fatal("CancelSync returned while the item was running")
-	case <-time.After(20 * time.Millisecond):
-	}
-	if q.Queue(blocker) {
-		t.Error("Queue during CancelSync returned true")
-	}
-	close(release)
-	if <-done {
-		t.Error("CancelSync of a running, not pending item returned true")
-	}
-	q.Flush()
-	if ran.Load() {
-		t.Error("cancelled item ran")
-	}
-}
-
-func TestDisableEnable(t *testing.T) {
-	q := mustAlloc(t, "disable", wq.PerCPU, 0)
-	var runs atomic.Int32
-	w := wq.NewWork(func() { runs.Add(1) })
-	if w.Disable() {
-		t.Error("Disable of an idle item returned true")
-	}
-	w.Disable()
-	if q.Queue(w) {
-		t.Error("Queue of a disabled item returned true")
-	}
-	if w.Enable() {
-		t.Error("Enable returned true with count 2 -> 1")
-	}
-	if !w.Enable() {
-		t.Error("Enable returned false with count 1 -> 0")
-	}
-	if !q.Queue(w) {
-		t.Error("Queue after Enable returned false")
-	}
-	w.Flush()
-	if runs.Load() != 1 {
-		t.Errorf("runs = %d, want 1", runs.Load())
-	}
-}
-
-func TestDelayed(t *testing.T) {
-	q := mustAlloc(t, "delayed", wq.Unbound, 0)
-	var runs atomic.Int32
-	dw := wq.NewDelayedWork(func() { runs.Add(1) })
-	if !q.QueueDelayed(dw, time.Hour) {
-		t.Fatal("QueueDelayed returned false")
-	}
-	if q.QueueDelayed(dw, time.Hour) {
-		t.Error("QueueDelayed of a pending item returned true")
-	}
-	if !q.ModDelayed(dw, time.Hour) {
-		t.Error("ModDelayed of a pending item returned false")
-	}
-	// flush_delayed_work queues a pending timer at once and waits.
-	if !dw.Flush() {
-		t.Error("Flush of an armed delayed item returned false")
-	}
-	if runs.Load() != 1 {
-		t.Fatalf("runs = %d after Flush, want 1", runs.Load())
-	}
-	if q.ModDelayed(dw, time.Millisecond) {
-		t.Error("ModDelayed of an idle item returned true")
-	}
-	waitFor(t, "delayed run", func() bool { return runs.Load() == 2 })
-	q.QueueDelayed(dw, time.Hour)
-	if !dw.Cancel() {
-		t.Error("Cancel of an armed delayed item returned false")
-	}
-	if dw.Pending() {
-		t.Error("pending after Cancel")
-	}
-	q.QueueDelayed(dw, time.Hour)
-	if !dw.CancelSync() {
-		t.Error("CancelSync of an armed delayed item returned false")
-	}
-	if runs.Load() != 2 {
-		t.Errorf("runs = %d, want 2", runs.Load())
-	}
-}
-
 func TestDestroyDrainsChained(t *testing.T) {
 	errs := captureErrors(t)
 	q, err := wq.Alloc("destroy", wq.Unbound, 0)
@@ -636,31 +336,6 @@ func TestFreezer(t *testing.T) {
 	if !ran.Load() {
 		t.Fatal("item did not run after thaw")
 	}
-}
-
-func TestRescuer(t *testing.T) {
-	q := mustAlloc(t, "reclaim", wq.PerCPU|wq.MemReclaim, 0)
-	// Start the pool's workers, then forbid new ones.
-	q.QueueOn(0, wq.NewWork(func() {}))
-	q.Flush()
-	wq.SetCreateWorkerHook(func() error { return errors.New("injected: no memory") })
-	defer wq.SetCreateWorkerHook(nil)
-	// Occupy every existing worker with a blocking item.
-	all, _ := q.NumWorkers(0)
-	release := make(chan struct{})
-	for i := 0; i < all; i++ {
-		q.QueueOn(0, wq.NewWork(func() { <-release }))
-	}
-	var rescued atomic.Bool
-	w := wq.NewWork(func() { rescued.Store(true) })
-	q.QueueOn(0, w)
-	waitFor(t, "rescuer to run the stuck item", rescued.Load)
-	if q.Stat("mayday") < 1 || q.Stat("rescued") < 1 {
-		t.Errorf("mayday %d rescued %d, want >= 1", q.Stat("mayday"), q.Stat("rescued"))
-	}
-	close(release)
-	wq.SetCreateWorkerHook(nil)
-	q.Flush()
 }
 
 func TestIdleReap(t *testing.T) {
@@ -857,16 +532,77 @@ func TestQueueRacingDestroy(t *testing.T) {
 	}
 }
 
-// reachableNice returns want if a new thread of this process can take nice
-// want, else the lowest nice it can take (a niced unprivileged process
-// may not lower its threads' nice).
-func reachableNice(t *testing.T, want int) int {
-	t.Helper()
-	for n := want; n <= 19; n++ {
-		if sched.Probe(nil, &sched.Attr{Policy: sched.PolicyNormal, Nice: n}) == nil {
-			return n
+// TestOrderedAcrossAttrChanges: an ordered queue keeps queue order and
+// finishes while its attributes change under load (the stranger's F1), and
+// retired pwqs are released rather than piling up.
+func TestOrderedAcrossAttrChanges(t *testing.T) {
+	q, err := wq.AllocOrdered("ord-attr", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Destroy()
+	const n = 5000
+	var last, bad atomic.Int64
+	last.Store(-1)
+	works := make([]*wq.Work, n)
+	for i := range works {
+		k := int64(i)
+		works[i] = wq.NewWork(func() {
+			if last.Load() != k-1 {
+				bad.Add(1)
+			}
+			last.Store(k)
+		})
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	var changes atomic.Int64
+	go func() {
+		defer close(done)
+		masks := []string{"1", "3"}
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_ = q.SetAttr("cpumask", masks[i%2])
+			changes.Add(1)
+			time.Sleep(50 * time.Microsecond)
+		}
+	}()
+	for _, w := range works {
+		if !q.Queue(w) {
+			t.Fatal("Queue returned false")
 		}
 	}
-	t.Fatal("no nice value can be set")
-	return 0
+	flushed := make(chan struct{})
+	go func() { q.Flush(); close(flushed) }()
+	select {
+	case <-flushed:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("Flush did not return; ran up to %d of %d", last.Load(), n)
+	}
+	close(stop)
+	<-done
+	if b := bad.Load(); b != 0 {
+		t.Errorf("%d of %d items ran out of order across %d attribute changes", b, n, changes.Load())
+	}
+	if last.Load() != n-1 {
+		t.Errorf("last item run %d, want %d", last.Load(), n-1)
+	}
+	if got := q.Stats().Total; got != n {
+		t.Errorf("Stats().Total = %d, want %d (retired pwqs' counters kept)", got, n)
+	}
+	if pools := len(q.PoolIDs()); pools == 0 {
+		t.Error("no pools")
+	}
+	// Retired pwqs that still held items at the last change are released
+	// by the next one, now that everything has run.
+	if err := q.SetAttr("cpumask", "3"); err != nil {
+		t.Fatal(err)
+	}
+	if live := q.NumPwqs(); live > 1 {
+		t.Errorf("%d pwqs still held after %d attribute changes; retired ones must be released", live, changes.Load())
+	}
 }

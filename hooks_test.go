@@ -1,0 +1,427 @@
+package wq_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gowq/wq"
+	"github.com/gowq/wq/wqtrace"
+)
+
+func tracerTimerTarget() {}
+
+func tracerActivateTarget() {}
+
+func tracerSelfCancelFn() {}
+
+// TestDestroyReturnsWhenTracerGoexitsInTimer: Destroy returns after a
+// tracer calls runtime.Goexit on queue_work on the timer's goroutine.
+// Fault caught (delayed.go timerFn): timerFn increments q.firing and then calls
+// queuePendedFrom, which emits queue_work to the tracer with no defer
+// around the firing count. A tracer that calls runtime.Goexit on the
+// timer's goroutine leaves q.firing > 0 forever, and Destroy
+// (closeTimers) waits on timerIdle forever.
+func TestDestroyReturnsWhenTracerGoexitsInTimer(t *testing.T) {
+	captureErrors(t)
+	q, err := wq.Alloc("rvtimer", wq.Unbound, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &goexitTracer{kind: wqtrace.QueueWork, fn: "tracerTimerTarget", mode: "goexit"}
+	wq.SetTracer(tr)
+	defer wq.SetTracer(nil)
+	dw := wq.NewDelayedWork(tracerTimerTarget)
+	if !q.QueueDelayed(dw, time.Millisecond) {
+		t.Fatal("QueueDelayed refused")
+	}
+	waitFor(t, "tracer fired on the timer goroutine", func() bool { return tr.fired.Load() > 0 })
+	waitFor(t, "item released", func() bool { return !dw.Pending() })
+	wq.SetTracer(nil)
+	mustReturn(t, "Destroy after a Goexit in the timer's queue_work", q.Destroy)
+}
+
+// TestCancelReleasesItemWhenTracerGoexitsInActivate: a tracer Goexit on
+// activate_work during a cancel does not leave the item PENDING.
+// Fault caught (work.go grab -> pwq.unlink -> afterSlotFreed -> activate): a grab
+// that unlinks an active item frees a max_active slot and activates an
+// inactive item under the pool lock; activate_work is traced there. A
+// tracer Goexit runs activate's onGoexit (kick + unlock) but nobody
+// releases the item the grabber now owns: it stays PENDING forever, and
+// every later CancelSync/Cancel/Queue of it spins or refuses.
+func TestCancelReleasesItemWhenTracerGoexitsInActivate(t *testing.T) {
+	captureErrors(t)
+	q := mustAlloc(t, "rvact", wq.Unbound, 2)
+	started := make(chan struct{}, 4)
+	block := make(chan struct{})
+	a := wq.NewWork(func() {
+		started <- struct{}{}
+		<-block
+	})
+	q.Queue(a)
+	<-started
+	if !q.Queue(a) { // requeued while running: pending, active (slot 2)
+		t.Fatal("requeue refused")
+	}
+	c := wq.NewWork(tracerActivateTarget)
+	q.Queue(c) // inactive: both slots are used
+	tr := &goexitTracer{kind: wqtrace.ActivateWork, fn: "tracerActivateTarget", mode: "goexit"}
+	wq.SetTracer(tr)
+	defer wq.SetTracer(nil)
+	go a.Cancel() // unlink a -> activate c -> tracer Goexit
+	waitFor(t, "tracer fired", func() bool { return tr.fired.Load() > 0 })
+	wq.SetTracer(nil)
+	close(block)
+	mustReturn(t, "Flush c", func() { c.Flush() })
+	waitFor(t, "cancelled item not pending", func() bool { return !a.Pending() })
+	mustReturn(t, "CancelSync of the cancelled item", func() { a.CancelSync() })
+}
+
+// TestTracerMayCancelItemOnQueueWork: a tracer may cancel the item it is
+// told about on queue_work without spinning forever.
+// Fault caught (work.go grab): the item is "in transit" while its queuer emits
+// queue_work to the tracer (before linking it), but grab only recognises
+// self-waits on a worker between dequeue and start (grabSelf). A tracer
+// that cancels the item it is told about on queue_work (same thread, same
+// item) spins forever in grab, waiting for itself.
+func TestTracerMayCancelItemOnQueueWork(t *testing.T) {
+	captureErrors(t)
+	q := mustAlloc(t, "rvself", wq.Unbound, 0)
+	w := wq.NewWork(tracerSelfCancelFn)
+	var done atomic.Bool
+	wq.SetTracer(tracerFunc(func(ev *wqtrace.Event) {
+		if ev.Kind == wqtrace.QueueWork && ev.Function != "" && regexp.MustCompile("tracerSelfCancelFn").MatchString(ev.Function) && !done.Load() {
+			w.Cancel()
+			done.Store(true)
+		}
+	}))
+	defer wq.SetTracer(nil)
+	go q.Queue(w)
+	waitFor(t, "Cancel from the queue_work tracer returned", done.Load)
+}
+
+func tracerStatsTarget() {}
+
+// TestTracerMayReadStatsOnActivate: a tracer may call Stats on
+// activate_work without deadlocking.
+// Fault caught (stats.go Stats, which takes every pool lock): Stats now takes every
+// pool lock, but activate_work is traced with the pool lock held
+// (pwq.activate), so a tracer that reads q.Stats() on activate_work
+// deadlocks on the non-reentrant pool lock (before this change Stats was
+// lock-free on the pool side and "safe from any goroutine").
+func TestTracerMayReadStatsOnActivate(t *testing.T) {
+	captureErrors(t)
+	q, err := wq.Alloc("rvstats", wq.Unbound, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var done atomic.Bool
+	wq.SetTracer(tracerFunc(func(ev *wqtrace.Event) {
+		if ev.Kind == wqtrace.ActivateWork && regexp.MustCompile("tracerStatsTarget").MatchString(ev.Function) {
+			_ = q.Stats()
+			done.Store(true)
+		}
+	}))
+	defer wq.SetTracer(nil)
+	go q.Queue(wq.NewWork(tracerStatsTarget))
+	waitFor(t, "Stats from the activate_work tracer returned", done.Load)
+	wq.SetTracer(nil)
+	mustReturn(t, "Destroy", q.Destroy)
+}
+
+// TestPanicHandlerMayWaitForItem: a panic handler runs on the
+// worker after the work function, as part of the item. One that queues
+// another item on the same per-CPU pool and waits for it must see it run:
+// its worker sleeps in the handler, which the CM monitor must count as a
+// blocked item (wake another worker), and the worker must not be a
+// scanner there (incoming.go), or the item is pushed for a worker that is
+// not coming. It failed when the handler ran with worker.inFn false and
+// the worker counted in pool.scanners: the item was drained by the CM
+// monitor onto the worklist behind the worker, counted as running, and
+// nobody ran it until the handler gave up.
+func TestPanicHandlerMayWaitForItem(t *testing.T) {
+	ran := make(chan struct{})
+	second := wq.NewWork(func() { close(ran) })
+	waited := make(chan bool, 1)
+	var q *wq.Workqueue
+	q, err := wq.Alloc("handler-waits", wq.PerCPU, 0, wq.WithPanicHandler(func(wq.PanicInfo) {
+		q.QueueOn(0, second)
+		select {
+		case <-ran:
+			waited <- true
+		case <-time.After(10 * time.Second):
+			waited <- false
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Destroy()
+	q.QueueOn(0, wq.NewWork(func() { panic("handler-waits") }))
+	if !<-waited {
+		t.Fatal("an item queued by a waiting panic handler on its own per-CPU pool never ran (10 s)")
+	}
+}
+
+func TestPanicRecovered(t *testing.T) {
+	var got atomic.Pointer[wq.PanicInfo]
+	wq.SetPanicHandler(func(pi wq.PanicInfo) { got.Store(&pi) })
+	defer wq.SetPanicHandler(nil)
+	q := mustAlloc(t, "panic", wq.PerCPU, 0)
+	w := wq.NewWork(boom)
+	q.QueueOn(0, w)
+	w.Flush()
+	pi := got.Load()
+	if pi == nil {
+		t.Fatal("panic handler not called")
+	}
+	if pi.Value != "boom" || pi.Workqueue != "panic" || pi.Func != "github.com/gowq/wq_test.boom" || len(pi.Stack) == 0 {
+		t.Errorf("PanicInfo = %+v", *pi)
+	}
+	// The pool still serves.
+	var ok atomic.Bool
+	w2 := wq.NewWork(func() { ok.Store(true) })
+	q.QueueOn(0, w2)
+	w2.Flush()
+	if !ok.Load() {
+		t.Error("worker did not keep serving after a panic")
+	}
+	if q.Stat("completed") != 2 {
+		t.Errorf("completed = %d, want 2 (a panicking item counts as completed)", q.Stat("completed"))
+	}
+}
+
+// TestErrorHandlerExitReleasesItem: a queue call that refuses an item
+// reports to the error handler only after it has let the item go. A
+// handler that calls runtime.Goexit (t.Fatal does) or panics must not
+// leave the refused item pending: it can be queued again and flushed, and
+// Destroy leaves nothing pending. Before, both cases left it pending for
+// good (found by a stranger's run).
+func TestErrorHandlerExitReleasesItem(t *testing.T) {
+	handlers := map[string]func(op, fn string, err error){
+		"goexit": func(op, fn string, err error) { runtime.Goexit() },
+		"panic":  func(op, fn string, err error) { panic(err) },
+	}
+	for name, h := range handlers {
+		t.Run("keyconflict-"+name, func(t *testing.T) {
+			q, err := wq.Alloc("eh-kc-"+name, wq.Unbound, 0, wq.WithErrorHandler(h))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(q.Destroy)
+			started, gate := make(chan struct{}, 1), make(chan struct{})
+			w := wq.NewWork(func() {
+				select {
+				case started <- struct{}{}:
+				default:
+				}
+				<-gate
+			})
+			if !q.QueueKeyed(1, w) {
+				t.Fatal("QueueKeyed(1) = false")
+			}
+			<-started // w runs under key 1
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				defer func() { _ = recover() }()
+				q.QueueKeyed(2, w) // ErrKeyConflict: the handler exits
+			}()
+			<-done
+			close(gate)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if _, err := w.FlushContext(ctx); err != nil {
+				t.Fatalf("Flush after the refused QueueKeyed: %v (Pending %v)", err, w.Pending())
+			}
+			if w.Pending() {
+				t.Fatal("the refused item is still pending")
+			}
+		})
+		t.Run("draining-"+name, func(t *testing.T) {
+			q, err := wq.Alloc("eh-dr-"+name, wq.PerCPU, 0, wq.WithErrorHandler(h))
+			if err != nil {
+				t.Fatal(err)
+			}
+			started, gate := make(chan struct{}), make(chan struct{})
+			q.Queue(wq.NewWork(func() { close(started); <-gate }))
+			<-started
+			drained := make(chan struct{})
+			go func() { q.Drain(); close(drained) }()
+			w := wq.NewWork(func() {})
+			for { // queue from a goroutine of its own until the drain refuses w
+				res, done := make(chan bool, 1), make(chan struct{})
+				go func() {
+					defer close(done)
+					defer func() { _ = recover() }()
+					res <- q.Queue(w) // refused: ErrDraining, and the handler exits
+				}()
+				<-done
+				if ok := len(res) == 1 && <-res; ok {
+					w.Flush() // queued before the drain began
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				break
+			}
+			close(gate)
+			<-drained
+			q.Destroy()
+			if w.Pending() {
+				t.Fatal("an item refused during the drain is pending after Destroy")
+			}
+		})
+	}
+}
+
+// TestNilItemsAndOptions: a nil item or delayed item given to any queue
+// call returns false and reports ErrNoFunc, as an item without a function
+// does (kthread's QueueWork already did); a nil Option is ignored. Before,
+// each of these was a nil-pointer panic in the caller.
+func TestNilItemsAndOptions(t *testing.T) {
+	errs := captureErrors(t)
+	q, err := wq.Alloc("nil-args", wq.Unbound, 0, nil)
+	if err != nil {
+		t.Fatalf("Alloc with a nil Option: %v", err)
+	}
+	defer q.Destroy()
+	calls := map[string]func() bool{
+		"Queue":            func() bool { return q.Queue(nil) },
+		"QueueOn":          func() bool { return q.QueueOn(0, nil) },
+		"QueueNode":        func() bool { return q.QueueNode(0, nil) },
+		"QueueKeyed":       func() bool { return q.QueueKeyed(1, nil) },
+		"QueueKeyedString": func() bool { return q.QueueKeyedString("k", nil) },
+		"QueueDelayed":     func() bool { return q.QueueDelayed(nil, time.Millisecond) },
+		"QueueDelayedOn":   func() bool { return q.QueueDelayedOn(0, nil, time.Millisecond) },
+		"ModDelayed":       func() bool { return q.ModDelayed(nil, time.Millisecond) },
+		"ModDelayedOn":     func() bool { return q.ModDelayedOn(0, nil, time.Millisecond) },
+	}
+	for name, call := range calls {
+		before := errs.count(wq.ErrNoFunc)
+		var got bool
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%s(nil) panicked: %v", name, r)
+				}
+			}()
+			got = call()
+		}()
+		if got {
+			t.Errorf("%s(nil) = true", name)
+		}
+		if errs.count(wq.ErrNoFunc) != before+1 {
+			t.Errorf("%s(nil) did not report ErrNoFunc", name)
+		}
+	}
+}
+
+// calls records handler calls as "handler:queue-or-op".
+type calls struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (c *calls) add(s string) {
+	c.mu.Lock()
+	c.got = append(c.got, s)
+	c.mu.Unlock()
+}
+
+func (c *calls) list() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := slices.Clone(c.got)
+	slices.Sort(out)
+	return out
+}
+
+// TestPerQueueHandlers: two queues in one program each get their own
+// panic and error handler's calls (WithPanicHandler, WithErrorHandler),
+// and a queue without them falls back to the process-wide handlers.
+func TestPerQueueHandlers(t *testing.T) {
+	var c calls
+	wq.SetPanicHandler(func(pi wq.PanicInfo) { c.add("global-panic:" + pi.Workqueue) })
+	wq.SetErrorHandler(func(op, fn string, err error) {
+		if errors.Is(err, wq.ErrDestroyed) {
+			c.add("global-error:" + op)
+		}
+	})
+	t.Cleanup(func() { wq.SetPanicHandler(nil); wq.SetErrorHandler(nil) })
+
+	alloc := func(name string, own bool) *wq.Workqueue {
+		var opts []wq.Option
+		if own {
+			opts = append(opts,
+				wq.WithPanicHandler(func(pi wq.PanicInfo) {
+					c.add(fmt.Sprintf("%s-panic:%s:%v", name, pi.Workqueue, pi.Value))
+				}),
+				wq.WithErrorHandler(func(op, fn string, err error) {
+					if errors.Is(err, wq.ErrDestroyed) {
+						c.add(name + "-error:" + op)
+					}
+				}))
+		}
+		q, err := wq.Alloc(name, wq.Unbound, 1, opts...)
+		if err != nil {
+			t.Fatalf("Alloc(%q): %v", name, err)
+		}
+		return q
+	}
+	qa, qb, qc := alloc("hq-a", true), alloc("hq-b", true), alloc("hq-c", false)
+	for _, q := range []*wq.Workqueue{qa, qb, qc} {
+		w := wq.NewWork(func() { panic("boom") })
+		if !q.Queue(w) {
+			t.Fatalf("%s: Queue = false", q.Name())
+		}
+		q.Flush() // the handler runs before the item completes
+	}
+	if got, want := c.list(), []string{"global-panic:hq-c", "hq-a-panic:hq-a:boom", "hq-b-panic:hq-b:boom"}; !slices.Equal(got, want) {
+		t.Fatalf("panic handler calls %q, want %q", got, want)
+	}
+	c.mu.Lock()
+	c.got = nil
+	c.mu.Unlock()
+	for _, q := range []*wq.Workqueue{qa, qb, qc} {
+		q.Destroy()
+		if q.Queue(wq.NewWork(func() {})) {
+			t.Fatalf("%s: Queue after Destroy = true", q.Name())
+		}
+	}
+	if got, want := c.list(), []string{"global-error:queue_work_on", "hq-a-error:queue_work_on", "hq-b-error:queue_work_on"}; !slices.Equal(got, want) {
+		t.Fatalf("error handler calls %q, want %q", got, want)
+	}
+}
+
+// TestQueueType: Type distinguishes per-CPU, unbound and ordered queues
+// (what metrics and wqhttp show as TYPE).
+func TestQueueType(t *testing.T) {
+	o, err := wq.AllocOrdered("qt-ordered", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(o.Destroy)
+	for _, c := range []struct {
+		q    *wq.Workqueue
+		want wq.QueueType
+		str  string
+	}{
+		{mustAlloc(t, "qt-percpu", 0, 1), wq.TypePerCPU, "percpu"},
+		{mustAlloc(t, "qt-unbound", wq.Unbound, 1), wq.TypeUnbound, "unbound"},
+		{o, wq.TypeOrdered, "ordered"},
+	} {
+		if got := c.q.Type(); got != c.want || got.String() != c.str {
+			t.Errorf("%s: Type() = %v (%q), want %v (%q)", c.q.Name(), got, got.String(), c.want, c.str)
+		}
+	}
+	if s := wq.QueueType(9).String(); s != "QueueType(9)" {
+		t.Errorf("QueueType(9).String() = %q", s)
+	}
+}

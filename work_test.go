@@ -1,0 +1,163 @@
+package wq_test
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gowq/wq"
+)
+
+// Calls on an item from inside its own running instance while another
+// goroutine waits to cancel it.
+func TestSelfCallsDuringCancelSync(t *testing.T) {
+	type selfCall struct {
+		name string
+		call func(q *wq.Workqueue, dw *wq.DelayedWork) bool
+		want bool
+	}
+	calls := []selfCall{
+		{"ModDelayed 1ms", func(q *wq.Workqueue, dw *wq.DelayedWork) bool { return q.ModDelayed(dw, time.Millisecond) }, true},
+		{"ModDelayed 0", func(q *wq.Workqueue, dw *wq.DelayedWork) bool { return q.ModDelayed(dw, 0) }, true},
+		{"QueueDelayed", func(q *wq.Workqueue, dw *wq.DelayedWork) bool { return q.QueueDelayed(dw, time.Millisecond) }, false},
+		{"Queue", func(q *wq.Workqueue, dw *wq.DelayedWork) bool { return q.Queue(&dw.Work) }, false},
+		{"Cancel", func(q *wq.Workqueue, dw *wq.DelayedWork) bool { return dw.Cancel() }, false},
+		{"CancelSync", func(q *wq.Workqueue, dw *wq.DelayedWork) bool { return dw.CancelSync() }, false},
+		{"DisableSync", func(q *wq.Workqueue, dw *wq.DelayedWork) bool { return dw.DisableSync() }, false},
+		{"Flush", func(q *wq.Workqueue, dw *wq.DelayedWork) bool { return dw.Flush() }, false},
+	}
+	for _, flags := range []wq.Flags{wq.PerCPU, wq.Unbound} {
+		for _, sync := range []string{"CancelSync", "DisableSync"} {
+			for _, c := range calls {
+				t.Run(flags.String()+"/"+sync+"/"+c.name, func(t *testing.T) {
+					errs := captureErrors(t)
+					q := mustAlloc(t, "selfcall", flags, 0)
+					started := make(chan struct{})
+					proceed := make(chan struct{})
+					var got atomic.Int32
+					var runs atomic.Int32
+					var dw *wq.DelayedWork
+					dw = wq.NewDelayedWork(func() {
+						if runs.Add(1) > 1 {
+							return
+						}
+						close(started)
+						<-proceed
+						if c.call(q, dw) {
+							got.Store(1)
+						} else {
+							got.Store(2)
+						}
+					})
+					if !q.QueueDelayed(dw, 0) {
+						t.Fatal("QueueDelayed refused")
+					}
+					<-started
+					cancelled := make(chan bool)
+					go func() {
+						if sync == "CancelSync" {
+							cancelled <- dw.CancelSync()
+						} else {
+							cancelled <- dw.DisableSync()
+						}
+					}()
+					// Let the canceller take hold of the item first.
+					waitFor(t, "canceller to hold the item", func() bool { return wq.Held(&dw.Work) })
+					close(proceed)
+					var was bool
+					mustReturn(t, sync, func() { was = <-cancelled })
+					if was {
+						t.Errorf("%s = true for an item that was only running", sync)
+					}
+					if g := got.Load(); g == 0 || (g == 1) != c.want {
+						t.Errorf("self %s returned %v, want %v", c.name, g == 1, c.want)
+					}
+					if dw.Pending() {
+						t.Errorf("item pending after %s returned", sync)
+					}
+					time.Sleep(5 * time.Millisecond) // a re-armed 1 ms timer would have fired
+					if n := runs.Load(); n != 1 {
+						t.Errorf("item ran %d times; the canceller must win", n)
+					}
+					if c.name == "CancelSync" || c.name == "DisableSync" || c.name == "Flush" {
+						if errs.count(wq.ErrDeadlock) == 0 {
+							t.Errorf("self %s did not report ErrDeadlock", c.name)
+						}
+					}
+					if sync == "DisableSync" || c.name == "DisableSync" {
+						for dw.Disabled() {
+							dw.Enable()
+						}
+					}
+					mustReturn(t, "Destroy", q.Destroy)
+				})
+			}
+		}
+	}
+}
+
+func TestCancel(t *testing.T) {
+	q := mustAlloc(t, "cancel", wq.PerCPU, 1)
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	blocker := wq.NewWork(func() { started <- struct{}{}; <-release })
+	var ran atomic.Bool
+	w := wq.NewWork(func() { ran.Store(true) })
+	q.QueueOn(0, blocker)
+	<-started
+	q.QueueOn(0, w) // inactive behind max_active 1
+	if !w.Cancel() {
+		t.Error("Cancel of a pending item returned false")
+	}
+	if w.Cancel() {
+		t.Error("Cancel of an idle item returned true")
+	}
+	if w.Pending() {
+		t.Error("still pending after Cancel")
+	}
+	// CancelSync waits for the running instance.
+	done := make(chan bool)
+	go func() { done <- blocker.CancelSync() }()
+	select {
+	case <-done:
+		t.Fatal("CancelSync returned while the item was running")
+	case <-time.After(20 * time.Millisecond):
+	}
+	if q.Queue(blocker) {
+		t.Error("Queue during CancelSync returned true")
+	}
+	close(release)
+	if <-done {
+		t.Error("CancelSync of a running, not pending item returned true")
+	}
+	q.Flush()
+	if ran.Load() {
+		t.Error("cancelled item ran")
+	}
+}
+
+func TestDisableEnable(t *testing.T) {
+	q := mustAlloc(t, "disable", wq.PerCPU, 0)
+	var runs atomic.Int32
+	w := wq.NewWork(func() { runs.Add(1) })
+	if w.Disable() {
+		t.Error("Disable of an idle item returned true")
+	}
+	w.Disable()
+	if q.Queue(w) {
+		t.Error("Queue of a disabled item returned true")
+	}
+	if w.Enable() {
+		t.Error("Enable returned true with count 2 -> 1")
+	}
+	if !w.Enable() {
+		t.Error("Enable returned false with count 1 -> 0")
+	}
+	if !q.Queue(w) {
+		t.Error("Queue after Enable returned false")
+	}
+	w.Flush()
+	if runs.Load() != 1 {
+		t.Errorf("runs = %d, want 1", runs.Load())
+	}
+}
