@@ -182,7 +182,8 @@ type PoolInfo struct {
 	Strict        bool
 	Policy        string // "SCHED_OTHER" or "SCHED_FIFO"
 	Prio          int    // RT priority, 0 for SCHED_OTHER
-	Nice          int
+	Nice          int    // the nice its workers run at: AskedNice, or the inherited nice they kept (Stats().ClassError)
+	AskedNice     int    // the nice of the pool's class (0 for normal and SCHED_FIFO, the queue's nice for highpri)
 	Workers       []WorkerInfo
 	Idle          int
 	Pending       int  // items on its worklist
@@ -225,7 +226,10 @@ func Pools() []PoolInfo {
 	for _, p := range ps {
 		c := p.key.class
 		pi := PoolInfo{ID: p.id, CPU: p.key.cpu, Pod: p.key.pod, Strict: p.key.strict,
-			Policy: c.policy.String(), Prio: c.prio, Nice: c.nice, Goroutines: p.key.goro}
+			Policy: c.policy.String(), Prio: c.prio, Nice: c.nice, AskedNice: c.nice, Goroutines: p.key.goro}
+		if p.keptNiceSet.Load() {
+			pi.Nice = int(p.keptNice.Load())
+		}
 		p.mu.Lock()
 		pi.CPUs = intsList(p.cpus)
 		pi.Idle = len(p.idle)
