@@ -54,8 +54,10 @@ type QueueStats struct {
 	Fallback bool
 	// FallbackReason says why, when Fallback is true: the first blocker
 	// found for the class asked ("cgroup cpu.rt_runtime_us: cpu.rt_runtime_us
-	// is 0 in cgroup /sys/fs/cgroup/cpu/job ...; fix: ..."), set at Alloc;
-	// "" otherwise.
+	// is 0 in cgroup /sys/fs/cgroup/cpu/job ...; fix: ..."), followed, for
+	// an RT queue that fell to the normal class, by "; HighPri (nice -20)
+	// refused too: " and that refusal's first blocker. Set at Alloc; ""
+	// otherwise.
 	FallbackReason string
 	// CreateErrors counts failed worker creations in the queue's pools
 	// (thread limits, attributes the kernel refused); CreateError is the
