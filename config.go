@@ -253,7 +253,14 @@ func resolveClass(p Policy, fallback bool) (classAttrs, bool, string, error) {
 	// Why: the first blocker of the class asked for (error path only).
 	asked := classFor(p)
 	a := sched.Attr{Policy: asked.policy, Priority: asked.prio, Nice: asked.nice}
-	return c, true, sched.DiagnoseRefusal(a)[0].String(), nil
+	reason := sched.DiagnoseRefusal(a)[0].String()
+	if asked.rt() && !c.rt() && c.nice == 0 {
+		// RT fell past HighPri to normal: name the second refusal too, or
+		// the reader wonders why the queue did not get nice -20.
+		hp := sched.Attr{Policy: sched.PolicyNormal, Nice: -20}
+		reason += "; HighPri (nice -20) refused too: " + sched.DiagnoseRefusal(hp)[0].String()
+	}
+	return c, true, reason, nil
 }
 
 // resolveClassProbe is resolveClass; probe false skips the thread probe

@@ -100,6 +100,10 @@ type pool struct {
 	createErrN   atomic.Int64
 	createErrMsg atomic.Pointer[string]
 	classErrMsg  atomic.Pointer[string]
+	// keptNice is the inherited nice the workers kept when the class's
+	// could not be applied (valid once keptNiceSet), for Pools.
+	keptNice    atomic.Int32
+	keptNiceSet atomic.Bool
 
 	refs     int // guarded by poolRegistry.mu
 	exited   sync.WaitGroup

@@ -531,6 +531,11 @@ func rtUnprivChild(t *testing.T, limit string) {
 		if st := fq.Stats(); !st.Fallback || !strings.HasPrefix(st.FallbackReason, sched.CauseCap+":") {
 			t.Errorf("fallback as nobody: %v %q", st.Fallback, st.FallbackReason)
 		}
+		// Catches: a reason that names only SCHED_FIFO when the queue fell
+		// past HighPri to the normal class.
+		if st := fq.Stats(); st.Policy == wq.PolicyNormal && !strings.Contains(st.FallbackReason, "HighPri (nice -20) refused too: ") {
+			t.Errorf("RT fell to normal as nobody, but FallbackReason does not say why not HighPri: %q", st.FallbackReason)
+		}
 		w := wq.NewWork(func() {})
 		fq.Queue(w)
 		flushWithin(t, "fallback queue as nobody", w)

@@ -54,8 +54,10 @@ type QueueStats struct {
 	Fallback bool
 	// FallbackReason says why, when Fallback is true: the first blocker
 	// found for the class asked ("cgroup cpu.rt_runtime_us: cpu.rt_runtime_us
-	// is 0 in cgroup /sys/fs/cgroup/cpu/job ...; fix: ..."), set at Alloc;
-	// "" otherwise.
+	// is 0 in cgroup /sys/fs/cgroup/cpu/job ...; fix: ..."), followed, for
+	// an RT queue that fell to the normal class, by "; HighPri (nice -20)
+	// refused too: " and that refusal's first blocker. Set at Alloc; ""
+	// otherwise.
 	FallbackReason string
 	// CreateErrors counts failed worker creations in the queue's pools
 	// (thread limits, attributes the kernel refused); CreateError is the
@@ -182,7 +184,8 @@ type PoolInfo struct {
 	Strict        bool
 	Policy        string // "SCHED_OTHER" or "SCHED_FIFO"
 	Prio          int    // RT priority, 0 for SCHED_OTHER
-	Nice          int
+	Nice          int    // the nice its workers run at: AskedNice, or the inherited nice they kept (Stats().ClassError)
+	AskedNice     int    // the nice of the pool's class (0 for normal and SCHED_FIFO, the queue's nice for highpri)
 	Workers       []WorkerInfo
 	Idle          int
 	Pending       int  // items on its worklist
@@ -225,7 +228,10 @@ func Pools() []PoolInfo {
 	for _, p := range ps {
 		c := p.key.class
 		pi := PoolInfo{ID: p.id, CPU: p.key.cpu, Pod: p.key.pod, Strict: p.key.strict,
-			Policy: c.policy.String(), Prio: c.prio, Nice: c.nice, Goroutines: p.key.goro}
+			Policy: c.policy.String(), Prio: c.prio, Nice: c.nice, AskedNice: c.nice, Goroutines: p.key.goro}
+		if p.keptNiceSet.Load() {
+			pi.Nice = int(p.keptNice.Load())
+		}
 		p.mu.Lock()
 		pi.CPUs = intsList(p.cpus)
 		pi.Idle = len(p.idle)

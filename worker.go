@@ -268,22 +268,32 @@ func (wk *worker) setup(p *pool) error {
 	if gerr != nil || cur.Policy != sched.PolicyNormal || cur.Nice < c.nice {
 		return fmt.Errorf("%w: %w", ErrPermission, err)
 	}
-	p.mu.Lock()
-	first := p.classErr == nil
-	if first {
-		p.classErr = fmt.Errorf("%w: workers of %v run at the inherited nice %d, not %d: the process is niced and may not lower it (needs CAP_SYS_NICE or RLIMIT_NICE): %v",
-			ErrPermission, p, cur.Nice, c.nice, err)
-		msg := p.classErr.Error()
-		p.classErrMsg.Store(&msg)
-	}
-	cerr := p.classErr
-	p.mu.Unlock()
+	first, cerr := p.keepInheritedNice(cur.Nice, err)
 	if first && inheritedNiceReported.CompareAndSwap(false, true) {
 		// Once per process: in a niced process every normal pool is in
 		// this state, and each says so in Stats().ClassError.
 		goReport(func() { reportError("create_worker", wk.name, cerr) })
 	}
 	return nil
+}
+
+// keepInheritedNice records that the pool's workers run at the inherited
+// nice rather than the class's (setup, when the process may not lower its
+// nice): Stats().ClassError and Pools()'s Nice show it. first is true for
+// the pool's first such worker; cerr is the pool's ClassError.
+func (p *pool) keepInheritedNice(nice int, err error) (first bool, cerr error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	first = p.classErr == nil
+	if first {
+		p.classErr = fmt.Errorf("%w: workers of %v run at the inherited nice %d, not %d: the process is niced and may not lower it (needs CAP_SYS_NICE or RLIMIT_NICE): %v",
+			ErrPermission, p, nice, p.key.class.nice, err)
+		msg := p.classErr.Error()
+		p.classErrMsg.Store(&msg)
+		p.keptNice.Store(int32(nice))
+		p.keptNiceSet.Store(true)
+	}
+	return first, p.classErr
 }
 
 // inheritedNiceReported: the first pool whose workers kept the inherited

@@ -269,11 +269,14 @@ type options struct {
 	logger       *slog.Logger
 }
 
-// AllowRTFallback makes Alloc of an RT queue fall back to the HighPri class
-// (with a slog warning, visible in the statistics as policy "highpri")
-// instead of failing with ErrPermission when the process may not use
-// SCHED_FIFO. The same applies to HighPri without the privilege for nice
-// -20, which then falls back to nice 0.
+// AllowRTFallback makes Alloc of an RT queue that the process may not run
+// at SCHED_FIFO fall back, with a slog warning, instead of failing with
+// ErrPermission: to the HighPri class (nice -20) when the process may take
+// nice -20, else to the normal class (nice 0), as an unprivileged process
+// without RLIMIT_NICE gets. A HighPri queue without the privilege for nice
+// -20 falls back to the normal class likewise. Stats() shows the class
+// obtained (Policy), Fallback true and FallbackReason the refusals: for an
+// RT queue that got the normal class, both SCHED_FIFO's and nice -20's.
 func AllowRTFallback() Option { return func(o *options) { o.fallback = true } }
 
 // WithPanicHandler gives the queue its own panic handler: panics of work

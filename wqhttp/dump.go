@@ -38,9 +38,10 @@ type DumpPool struct {
 	// negative nice, worker names ending in "H") or "fifo" (SCHED_FIFO,
 	// names ending in "F").
 	Class         string       `json:"class"`
-	Policy        string       `json:"policy"` // SCHED_OTHER or SCHED_FIFO
-	Prio          int          `json:"prio"`   // RT priority, 0 for SCHED_OTHER
-	Nice          int          `json:"nice"`
+	Policy        string       `json:"policy"`     // SCHED_OTHER or SCHED_FIFO
+	Prio          int          `json:"prio"`       // RT priority, 0 for SCHED_OTHER
+	Nice          int          `json:"nice"`       // the nice its workers run at (wq.PoolInfo.Nice)
+	AskedNice     int          `json:"asked_nice"` // the nice of its class; differs from Nice when the process could not lower its inherited nice
 	Idle          int          `json:"idle"`
 	NrWorkers     int          `json:"nr_workers"`
 	Pending       int          `json:"pending"`   // items on its worklist
@@ -100,7 +101,7 @@ func Dump() DumpReport {
 	}
 	for _, p := range wq.Pools() {
 		dp := DumpPool{ID: p.ID, CPU: p.CPU, CPUs: p.CPUs, Pod: p.Pod, Strict: p.Strict, Class: poolClass(p),
-			Policy: p.Policy, Prio: p.Prio, Nice: p.Nice, Idle: p.Idle, NrWorkers: len(p.Workers), Pending: p.Pending,
+			Policy: p.Policy, Prio: p.Prio, Nice: p.Nice, AskedNice: p.AskedNice, Idle: p.Idle, NrWorkers: len(p.Workers), Pending: p.Pending,
 			NrQueues: nq[p.ID], Disassociated: p.Disassociated, Goroutines: p.Goroutines, Workers: []DumpWorker{}}
 		for _, w := range p.Workers {
 			dp.Workers = append(dp.Workers, DumpWorker{Name: w.Name, TID: w.TID, CPU: w.CPU, Idle: w.Idle, Func: w.Func, RunningNs: w.Running.Nanoseconds()})
@@ -110,11 +111,13 @@ func Dump() DumpReport {
 	return d
 }
 
+// poolClass names the class from the policy and the class's nice, not the
+// nice the workers kept: a niced process's normal pools stay normal.
 func poolClass(p wq.PoolInfo) string {
 	switch {
 	case p.Policy == "SCHED_FIFO":
 		return "fifo"
-	case p.Nice < 0:
+	case p.AskedNice < 0:
 		return "highpri"
 	}
 	return "normal"
@@ -174,7 +177,12 @@ func (d DumpReport) text() string {
 		if p.Policy == "SCHED_FIFO" {
 			pol += "/" + strconv.Itoa(p.Prio)
 		}
-		fmt.Fprintf(&b, "pool[%0*d] %-7s nice=%3d %-13s idle/workers=%3d/%3d pending=%3d queues=%3d", idw, p.ID, p.Class, p.Nice, pol, p.Idle, p.NrWorkers, p.Pending, p.NrQueues)
+		nice := fmt.Sprintf("%3d", p.Nice)
+		if p.AskedNice != p.Nice {
+			// The workers kept the process's inherited nice.
+			nice += fmt.Sprintf(" (asked %d)", p.AskedNice)
+		}
+		fmt.Fprintf(&b, "pool[%0*d] %-7s nice=%s %-13s idle/workers=%3d/%3d pending=%3d queues=%3d", idw, p.ID, p.Class, nice, pol, p.Idle, p.NrWorkers, p.Pending, p.NrQueues)
 		if p.CPU >= 0 {
 			fmt.Fprintf(&b, " cpu=%3d", p.CPU)
 			if p.Disassociated {

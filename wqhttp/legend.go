@@ -33,7 +33,7 @@ var MonitorColumns = []Column{
 // UIColumns are the columns the live page adds to MonitorColumns.
 var UIColumns = []Column{
 	{"items/s", "Items started per second over the last refresh (the first figure over a quarter of a second)."},
-	{"class", "The worker class the queue's workers run at: normal (SCHED_OTHER, nice 0), highpri (nice -20) or fifo (SCHED_FIFO). \"(fallback)\": the queue asked for a class the process may not use and got a lower one; the tooltip says why."},
+	{"class", "The worker class the queue's workers run at: normal (SCHED_OTHER, nice 0, or the process's inherited nice when it may not lower it: see the pool table's nice), highpri (nice -20) or fifo (SCHED_FIFO). \"(fallback)\": the queue asked for a class the process may not use and got a lower one; the tooltip says why."},
 	{"flags", "The flags the queue was allocated with (PERCPU, UNBOUND, HIGHPRI, RT, MEM_RECLAIM, ...)."},
 }
 
@@ -44,7 +44,7 @@ var PoolColumns = []Column{
 	{"class", "normal, highpri or fifo, as the queues' class column."},
 	{"CPUs", "The CPUs the pool's workers may run on; \"strict\": unbound workers stay in their pod (affinity_strict)."},
 	{"policy", "The scheduling policy of the workers: SCHED_OTHER or SCHED_FIFO."},
-	{"nice / prio", "The workers' nice and RT priority (0 for SCHED_OTHER)."},
+	{"nice / prio", "The nice the workers run at and their RT priority (0 for SCHED_OTHER). \"(asked 0)\": the class asks for another nice, which the process may not take (unprivileged under nice -n 19: the workers keep the inherited nice)."},
 	{"workers", "Worker threads of the pool. A pool gets its first worker when an item is first queued to it: a pool that no queue has used on its CPU has none."},
 	{"idle", "Workers parked, waiting for items. After a burst a pool keeps its idle workers for the idle timeout (300 s, as the kernel's IDLE_WORKER_TIMEOUT), then reaps those above two and a quarter of the busy ones: many idle workers after a burst of blocking items are normal."},
 	{"pending", "Items queued to the pool and not yet started. Pending items next to idle workers are normal: while one worker of a per-CPU pool runs (even preempted, waiting for its CPU) the pool wakes no other (concurrency management, the kernel's need_more_worker), and a woken worker counts as idle until its thread runs."},

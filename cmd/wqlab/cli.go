@@ -133,8 +133,7 @@ With no subcommand it runs the default suite (about 2 minutes; --quick: 15 s).
 Latency is queue->start: from just before the queue call to the first
 instruction of the work function, in microseconds (monotonic clock).
 
-` + scenario.SeedsExplained + ` 'wqlab --list' prints which scenario
-reproduces which seed.`,
+` + wrapText(scenario.SeedsExplained+" 'wqlab --list' prints which scenario reproduces which seed.", 80),
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,

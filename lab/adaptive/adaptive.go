@@ -401,7 +401,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 			}
 		}
 	}
-	b.WriteString("\nlocal: share of items whose function started on the queueing CPU; ESC: items the escaper ran elsewhere\n")
+	b.WriteString("\nlocal: share of items whose function started on the queueing CPU; ESC: items the escaper ran elsewhere (the escaper: the queue's rescuer-like thread that runs an item on another CPU when no worker of its own CPU started it within escape_after)\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -151,6 +151,7 @@ func (b Bars) Render(w io.Writer, format string) (err error) {
 	}
 	// A margin on the left: a browser's font may set the row names wider
 	// than gonum measured them.
+	p.Title.Text = fitTitle(p.Title.TextStyle, p.Title.Text, vg.Length(wd)*vg.Inch-vg.Points(12))
 	p.Draw(draw.Crop(draw.New(cw), vg.Points(12), 0, 0, 0))
 	_, err = cw.WriteTo(w)
 	return err

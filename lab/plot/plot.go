@@ -134,6 +134,7 @@ func (c CDF) Render(w io.Writer, format string) (err error) {
 	// The legend goes to the right of the plot, never over the lines.
 	dc := draw.New(cw)
 	legW := p.leg.Rectangle(dc).Size().X + vg.Points(12)
+	p.plot.Title.Text = fitTitle(p.plot.Title.TextStyle, p.plot.Title.Text, W-legW)
 	p.plot.Draw(draw.Crop(dc, 0, -legW, 0, -vg.Points(6)))
 	p.leg.Draw(draw.Crop(dc, W-legW, 0, 0, -vg.Points(24)))
 	_, err = cw.WriteTo(w)

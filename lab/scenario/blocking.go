@@ -194,7 +194,7 @@ func writeBlockingTable(w io.Writer, rows []BlockingBurst, idleLight, idleDeep f
 	for i, r := range reasons {
 		fmt.Fprintf(w, "skipped [%d]: %s\n", i+1, r)
 	}
-	fmt.Fprintf(w, "ratios: lower is better (x1.0 = as fast as the reference); cm CPU us/item: the CM monitor thread's CPU per item, per-CPU rows only\n")
+	fmt.Fprintf(w, "ratios: lower is better (x1.0 = as fast as the reference); cm CPU us/item: the CM monitor thread's CPU per item, per-CPU rows only (the CM monitor: gowq's concurrency-management thread, which samples busy per-CPU workers every 1 ms and wakes another worker when one blocks, as the kernel's scheduler hooks do)\n")
 	fmt.Fprintf(w, "CM monitor CPU while idle: %.1f us/s in the first second after work (2 ms polls), %.2f us/s after (deep idle)\n", idleLight, idleDeep)
 }
 

@@ -25,7 +25,8 @@
 //   - delayed (seed 004): two hogs pinned to one CPU at nice -20; a thread
 //     pinned to that CPU queues a 1 ms delayed item and waits for it.
 //     Latency is start - queue - 1 ms. Per-CPU queues run the item on the
-//     hogged CPU; unbound queues may run it anywhere.
+//     hogged CPU, and so does the RT unbound row (RT|Unbound is always
+//     cpu-scope strict); the other unbound queues may run it elsewhere.
 //   - throughput (no seed): with no antagonist, one producer
 //     goroutine; idle queue->start with one item every 200 us, then empty
 //     items back to back through a ring of 64 work items: items/s, as a

@@ -8,6 +8,8 @@ import (
 	"html/template"
 	"io"
 	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,9 +46,13 @@ type reportScenario struct {
 	DefaultRow  string // title of the row the change columns compare against, when the table has change columns
 	BestRTRow   string // title of the shaded row: the RT row the verdict is about
 	PlotCaption string
-	VerdictKind string        // "yes", "no" or "undecided", for the style
-	SVG         template.HTML // the CDF plot, inline; "" when no row was measured
-	PlotErr     string
+	VerdictKind string // "yes", "no" or "undecided", for the style
+	VerdictText string // Verdict.Text with non-breaking spaces between figures and units
+	// VerdictWhy says why a verdict against RT that is partly "not
+	// decided" is decided all the same; "" otherwise.
+	VerdictWhy string
+	SVG        template.HTML // the CDF plot, inline; "" when no row was measured
+	PlotErr    string
 }
 
 // WriteHTML writes the run's report to w as one self-contained HTML page
@@ -99,7 +105,17 @@ func (r *Results) WriteHTML(w io.Writer, printed []byte) error {
 				rs.VerdictKind = "yes"
 			default:
 				rs.VerdictKind = "no"
+				if strings.Contains(s.Verdict.Text, "not decided") {
+					rs.VerdictWhy = "Red although some parts are not decided: the parts marked NOT met failed in every round, which decides the verdict whatever the undecided parts would give."
+				}
 			}
+			rs.VerdictText = nbspUnits(s.Verdict.Text)
+			rs.LoadLine = nbspUnits(rs.LoadLine)
+			rs.Table.Notes = slices.Clone(rs.Table.Notes) // shared with s.Notes
+			for i := range rs.Table.Notes {
+				rs.Table.Notes[i] = nbspUnits(rs.Table.Notes[i])
+			}
+			rs.Table.Caption = nbspUnits(rs.Table.Caption)
 			svg, err := s.plotSVG()
 			if err != nil {
 				rs.PlotErr = err.Error()
@@ -170,6 +186,8 @@ func facts(v reflect.Value, prefix string) []fact {
 		}
 		val := fmt.Sprint(fv.Interface())
 		if strings.HasSuffix(name, "_ns") && fv.Kind() == reflect.Int64 {
+			// Shown as a duration with its unit, so the name loses "_ns".
+			name = strings.TrimSuffix(name, "_ns")
 			val = time.Duration(fv.Int()).String()
 		}
 		if fv.Kind() == reflect.Slice {
@@ -179,3 +197,10 @@ func facts(v reflect.Value, prefix string) []fact {
 	}
 	return out
 }
+
+// unitSpace matches the space between a figure and its unit.
+var unitSpace = regexp.MustCompile(`(\d) (ns|us|ms|s|MiB/s|MiB|KiB|GiB|k|M)\b`)
+
+// nbspUnits puts a non-breaking space between each figure and its unit,
+// so that the browser never wraps "7.0 s" between the two.
+func nbspUnits(s string) string { return unitSpace.ReplaceAllString(s, "${1}\u00a0${2}") }

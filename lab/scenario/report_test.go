@@ -172,7 +172,7 @@ func TestWriteHTML(t *testing.T) {
 		}
 	}
 	page := text(doc)
-	for _, want := range []string{"marker-1234 ", "<&>", "online_cpus", "privileges.sched_fifo", "go_version", res.Machine.GoVersion, "duration_ns"} {
+	for _, want := range []string{"marker-1234 ", "<&>", "online_cpus", "privileges.sched_fifo", "go_version", res.Machine.GoVersion, "duration"} {
 		if !strings.Contains(page, want) && !strings.Contains(page, strings.TrimSpace(want)) {
 			t.Errorf("page lacks %q", want)
 		}

@@ -195,7 +195,8 @@ var scenarioDefs = []*scenarioDef{
 		name:  Delayed,
 		title: "delayed work queued from a hogged CPU (hogs at nice -20 where permitted; the load line gives the nice read back)",
 		desc: "A thread pinned to the hogged CPU queues a delayed work item (1 ms) and waits for it; latency is " +
-			"start - queue - 1 ms. Per-CPU queues run the item on the hogged CPU; unbound queues may run it anywhere.",
+			"start - queue - 1 ms. Per-CPU queues run the item on the hogged CPU, and so does the RT unbound strict row: " +
+			"RT|Unbound is always cpu-scope strict, so its pod is the queueing CPU alone. The other unbound queues may run it on another CPU.",
 		seeds: []string{"004"},
 		rows: append([]rowDef{
 			row("normal-percpu", "before seed 004"),

@@ -234,7 +234,11 @@ func computeChanges(s *ScenarioResult, ms []metric) {
 		if ref == nil {
 			return
 		}
-		s.Notes = append(s.Notes, fmt.Sprintf("The default row %q was not measured; changes are against %q.", s.Default, ref.ID))
+		dflt := s.Default
+		if d := s.Row(s.Default); d != nil {
+			dflt = d.title() // the label the table shows, not the config ID
+		}
+		s.Notes = append(s.Notes, fmt.Sprintf("The default row %q was not measured; changes are against %q.", dflt, ref.title()))
 		s.Default = ref.ID
 	}
 	for i := range s.Rows {

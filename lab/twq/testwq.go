@@ -396,6 +396,7 @@ func (r *TWQResult) Write(w io.Writer) error {
 			raw = max(raw, row.PerSec)
 		}
 	}
+	b.WriteString("p50/p90/p95: percentiles of the Queue call's own time (from the call to its return, not until the item runs), in ns, over every item of every thread; items/sec: items queued and run per second over the whole run\n")
 	if dflt > 0 && raw > 0 {
 		met := "met"
 		if dflt < raw/3 {
