@@ -409,9 +409,7 @@ func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick 
 			wk.sleeping = true
 			wk.sleptAt = now
 			sawSleep = true
-			if wk.counted {
-				wk.counted = false
-				p.nrRunning--
+			if p.setCounted(wk, false) {
 				if p.needMoreWorker() {
 					pq.stats.cmWakeups.Add(1)
 					p.wakeOrCreate()
@@ -435,18 +433,14 @@ func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick 
 			if r.haveCPU {
 				wk.cpuAt = r.cpuNs
 			}
-			if !wk.counted && !wk.cpuIntensive && wk.rescuer == nil {
-				wk.counted = true
-				p.nrRunning++
+			if !wk.cpuIntensive && wk.rescuer == nil {
+				p.setCounted(wk, true)
 			}
 		}
 		if r.longRun && r.haveCPU && !wk.sleeping && !wk.cpuIntensive && r.cpuNs-wk.cpuAt >= thresh {
 			wk.cpuIntensive = true
 			pq.stats.cpuIntensive.Add(1)
-			if wk.counted {
-				wk.counted = false
-				p.nrRunning--
-			}
+			p.setCounted(wk, false)
 			p.wakeOrCreate()
 		}
 	}

@@ -3,7 +3,6 @@ package wq
 import (
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 	"sync"
@@ -227,49 +226,6 @@ func (p *pool) String() string {
 	return s + " nice=" + strconv.Itoa(c.nice)
 }
 
-// concurrency is how many workers of the pool may run at once before
-// concurrency management holds items back: 1 for a per-CPU pool, as in the
-// kernel. The kernel does not manage unbound pools (their workers never
-// count in nr_running): a kworker that cannot get a CPU waits in the run
-// queue and costs nothing. A gowq worker also needs one of GOMAXPROCS Ps
-// to run Go code, so while an unbound pool's items run without blocking,
-// more running workers than CPUs only hand Ps to each other (each a futex
-// round trip) and slow every item: the limit is then the number of CPUs
-// its workers may use. Once the CM monitor sees one of its workers blocked
-// (blocking), the pool runs every pending item at once, as the kernel's
-// unbound pools do, until unboundBlockingHold passes with none seen
-// blocked (docs/design.md, "Concurrency management"). Called with mu held.
-func (p *pool) concurrency() int {
-	switch {
-	case p.key.cpu >= 0:
-		return 1
-	case p.blocking:
-		// cmSample ends the hold, but samples only busy pools: a pool
-		// that went idle while blocking ends it here.
-		if nanotime()-p.blockedAt <= int64(unboundBlockingHold) {
-			return math.MaxInt32
-		}
-		p.blocking = false
-	}
-	return max(1, len(p.cpus))
-}
-
-// needMoreWorker: work is pending and fewer workers run than the pool's
-// concurrency (need_more_worker). guarded by mu.
-func (p *pool) needMoreWorker() bool {
-	return !p.worklist.empty() && p.nrRunning < p.concurrency()
-}
-
-// keepWorking: work is pending and the running workers, the caller
-// included, do not exceed the pool's concurrency (keep_working).
-func (p *pool) keepWorking() bool {
-	return !p.worklist.empty() && p.nrRunning <= p.concurrency()
-}
-
-// needToCreate: a worker is needed and none is idle to be woken
-// (need_to_create_worker).
-func (p *pool) needToCreate() bool { return p.needMoreWorker() && len(p.idle) == 0 }
-
 // kick wakes an idle worker if the pool needs one (kick_pool). With no
 // idle worker it creates one, as the kernel's manager would; while
 // creation keeps failing it leaves the retries to the mayday timer, which
@@ -291,28 +247,6 @@ func (p *pool) kick() {
 		return
 	}
 	p.createWorker()
-}
-
-// wakeHint picks the idle worker to wake: the most recently idle one
-// (LIFO, warm caches), except that an unbound pool prefers, among its few
-// most recent idle workers, one that parked on the queuer's CPU. The
-// kernel hints a woken kworker onto the queueing CPU (wake_cpu); user
-// space cannot, but a thread is woken on the CPU it last ran on when that
-// is allowed, so waking the worker that parked there has it preempt the
-// queuer's CPU at once instead of waking another, idle, CPU (an IPI, and
-// in a virtual machine an exit of the idle vCPU). Called with mu held and
-// idle non-empty.
-func (p *pool) wakeHint() int {
-	n := len(p.idle)
-	if p.key.cpu >= 0 || p.lastQueueCPU < 0 {
-		return n - 1
-	}
-	for i := n - 1; i >= 0 && i >= n-4; i-- {
-		if p.idle[i].parkCPU == p.lastQueueCPU {
-			return i
-		}
-	}
-	return n - 1
 }
 
 // poolMutex is the pool lock. For an RT pool it is a priority-inheritance
@@ -514,14 +448,6 @@ func (p *pool) leaveIdle(wk *worker) {
 			break
 		}
 	}
-}
-
-// tooManyWorkers mirrors too_many_workers(): more than two idle workers
-// and idle workers at least a quarter of the busy ones.
-func (p *pool) tooManyWorkers() bool {
-	nIdle := len(p.idle)
-	nBusy := len(p.workers) - nIdle
-	return nIdle > 2 && (nIdle-2)*4 >= nBusy
 }
 
 func (p *pool) armIdleTimer() {

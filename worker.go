@@ -319,12 +319,11 @@ func (wk *worker) loop() {
 		if p.needMoreWorker() {
 			// Keep an idle worker around so that there is someone to wake
 			// when this one sleeps (may_start_working/manage_workers).
-			if len(p.idle) == 0 && !p.createFailing {
+			if !p.mayStartWorking() {
 				p.createWorker()
 			}
 			if p.cm {
-				wk.counted = true
-				p.nrRunning++
+				p.setCounted(wk, true)
 			}
 			for {
 				w := p.worklist.popFront()
@@ -343,10 +342,7 @@ func (wk *worker) loop() {
 					break
 				}
 			}
-			if wk.counted {
-				wk.counted = false
-				p.nrRunning--
-			}
+			p.setCounted(wk, false)
 		}
 		if p.spinOK(wk) {
 			// Spin a little instead of parking: items arrive faster than a
@@ -382,46 +378,6 @@ func (wk *worker) loop() {
 		p.enterIdle(wk)
 		p.mu.Unlock()
 	}
-}
-
-// Spinning before parking (issue: common-case speed). A worker that has
-// just drained its pool spins for at most spinBudget, watching the pool's
-// kick generation, instead of parking in futex_wait, when all of these
-// hold:
-//   - its class is not RT: a SCHED_FIFO spinner would starve every
-//     ordinary thread of its CPU for the budget;
-//   - the pool may use at least two CPUs and the worker is not on the CPU
-//     of the pool's last queuer, so the spin never delays the queuing
-//     thread on its own CPU (per-CPU pools therefore never spin);
-//   - its last park lasted less than spinAfterPark: items come faster
-//     than a park and a wake-up would take, so a spin is likely to catch
-//     the next one; sparse items cost no spinning;
-//   - no other worker of the pool spins, and fewer than GOMAXPROCS/2
-//     workers spin in the process (each spinner holds a P).
-//
-// A caught item starts with no futex wake-up, no context switch and no
-// P hand-off. The spinning costs at most spinBudget of CPU per drain.
-const (
-	spinBudget    = 20 * time.Microsecond
-	spinAfterPark = int64(4 * spinBudget)
-)
-
-// spinners counts the workers spinning now, process-wide.
-var spinners atomic.Int32
-
-// spinOK reports whether wk may spin before parking. Called with mu held,
-// with the worker not idle.
-func (p *pool) spinOK(wk *worker) bool {
-	if wk.dying || p.dead || !p.mayspin || len(p.cpus) < 2 || p.nrSpinning > 0 ||
-		wk.lastPark >= spinAfterPark || wk.rescuer != nil {
-		return false
-	}
-	if int(spinners.Load()) >= max(1, runtime.GOMAXPROCS(0)/2) {
-		return false
-	}
-	// An unknown queuer CPU (no cheap way to read it here) rules spinning
-	// out: it might be this one.
-	return p.lastQueueCPU >= 0 && sched.GetCPU() != p.lastQueueCPU
 }
 
 // spin waits up to spinBudget for the pool's kick generation to move from
@@ -480,10 +436,7 @@ func (wk *worker) processOne(w *Work) bool {
 		pq.stats.rescued.Add(1)
 	} else if pq.wq.flags&CPUIntensive != 0 {
 		wk.cpuIntensive = true
-		if wk.counted {
-			wk.counted = false
-			p.nrRunning--
-		}
+		p.setCounted(wk, false)
 	}
 	// Chain wake-ups (kick_pool): while the pool's concurrency allows
 	// another running worker (an unbound pool below its CPU count, or
@@ -691,9 +644,8 @@ func (wk *worker) afterItem() {
 		releaseGoItem(w)
 	}
 	wk.sleeping, wk.cpuIntensive = false, false
-	if p.cm && !wk.counted && wk.rescuer == nil {
-		wk.counted = true
-		p.nrRunning++
+	if p.cm && wk.rescuer == nil {
+		p.setCounted(wk, true)
 	}
 	if pq.complete(wk.runColor) {
 		p.mu.Unlock()
@@ -784,10 +736,7 @@ func (wk *worker) retire() {
 	if p := wk.curPool.Load(); p != nil {
 		p.mu.Lock()
 		wk.finishCurrent()
-		if wk.counted {
-			wk.counted = false
-			p.nrRunning--
-		}
+		p.setCounted(wk, false)
 		if wk.rescuer == nil {
 			wk.scanOffLocked()
 			p.removeWorker(wk)
