@@ -50,66 +50,88 @@ type poolKey struct {
 // pool is a worker pool: a worklist of active items and the workers that
 // run them (struct worker_pool).
 //
-// Locking: mu guards every field marked so, and the list links of every
-// Work on worklist or on the inactive list of a pwq of this pool. Lock
-// order: pool.mu before Work.mu; never two pool locks at once.
+// Lock key. Every shared field of pool, worker and Workqueue carries one
+// of these tags, as struct worker_pool's fields do in kernel/workqueue.c:
+//
+//	I: set at creation (getPool, createWorker, Alloc), read-only after.
+//	L: pool.mu held (for a worker: the lock of the pool it serves, or of
+//	   the pool a rescuer is attached to). The policy functions
+//	   (policy.go) read L: fields.
+//	A: atomic; read without a lock. A comment says when it is written
+//	   under a lock as well.
+//	W: owned by the worker's goroutine: only it reads or writes the field.
+//	M: owned by the CM monitor's goroutine (cm.go).
+//	R: poolRegistry.mu held.
+//	Q: Workqueue.mu held.
+//	T: Workqueue.timerMu held (a leaf lock, taken after Work.mu).
+//	F: Workqueue.flushMu held.
+//	D: Workqueue.destroyMu held.
+//	S: synchronises itself (a lock, a sync.WaitGroup, a parker, or a
+//	   struct with its own lock).
+//
+// pool.mu also guards the list links of every Work on worklist or on the
+// inactive list of a pwq of this pool. Lock order: pool.mu before Work.mu;
+// never two pool locks at once.
 type pool struct {
-	key  poolKey
-	id   int
-	cm   bool  // concurrency-managed (per-CPU pools)
-	cpus []int // CPUs workers may run on; immutable except under mu on hotplug
-	// Non-strict unbound pools whose pod is narrower than the CPUs their
+	key poolKey // I
+	id  int     // I
+	// I: concurrency-managed: the CM monitor samples the pool's workers
+	// and they count in nrRunning. True for thread-backed pools, per-CPU
+	// and unbound; false for goroutine-backed pools (gopool.go), whose
+	// workers have no thread of their own for the monitor to sample.
+	cm   bool
+	cpus []int // L: CPUs workers may run on; set at creation, changed only on hotplug
+	// I: non-strict unbound pools whose pod is narrower than the CPUs their
 	// workers may use start each item inside the pod (repatriation, the
-	// kernel's wake_cpu hint done by hand). Immutable.
+	// kernel's wake_cpu hint done by hand).
 	repatriate bool
-	mayspin    bool // unbound and not RT: its workers may spin before parking (spinOK); immutable
-	pod        []int
-	podSet     topology.CPUSet
+	mayspin    bool            // I: unbound and not RT: its workers may spin before parking (spinOK)
+	pod        []int           // I: repatriate: the pod's CPUs
+	podSet     topology.CPUSet // I: repatriate: the pod's CPUs
 
-	mu            poolMutex
-	worklist      workList             // guarded by mu
-	workers       []*worker            // guarded by mu
-	idle          []*worker            // guarded by mu: idle stack, most recent last
-	nrRunning     int                  // guarded by mu: CM: workers running and not sleeping/CPU-intensive
-	nrSpinning    int                  // guarded by mu: workers spinning before parking (worker.spin)
-	blocking      bool                 // guarded by mu: unbound: a worker was seen blocked lately (concurrency)
-	blockedAt     int64                // guarded by mu: unbound: ns when the CM monitor last saw a worker blocked
-	lastQueueCPU  int                  // guarded by mu: unbound pools: CPU of the last queuer (spinOK, kick's wake_cpu hint)
-	kickGen       atomic.Uint32        // bumped by every kick that finds work for a worker; spinners watch it
-	spinHits      atomic.Int64         // spins that caught an item (Stats)
-	spinMisses    atomic.Int64         // spins that ended with nothing to do
-	incoming      atomic.Pointer[Work] // items queued lock-free, newest first (incoming.go)
-	scanners      atomic.Int32         // workers between items, which drain incoming before they run or park
-	nextID        int                  // guarded by mu
-	dead          bool                 // guarded by mu
-	disassociated bool                 // guarded by mu: per-CPU pool whose CPU is offline
-	idleTimer     *time.Timer
-	maydayTimer   *time.Timer // guarded by mu
-	maydayArmed   bool        // guarded by mu
+	mu            poolMutex            // S: the pool lock
+	worklist      workList             // L
+	workers       []*worker            // L
+	idle          []*worker            // L: idle stack, most recent last
+	nrRunning     int                  // L: workers counted as running (setCounted): running and not sleeping/CPU-intensive
+	nrSpinning    int                  // L: workers spinning before parking (worker.spin)
+	blocking      bool                 // L: unbound: a worker was seen blocked lately (concurrency)
+	blockedAt     int64                // L: unbound: ns when the CM monitor last saw a worker blocked
+	lastQueueCPU  int                  // L: unbound pools: CPU of the last queuer (spinOK, kick's wake_cpu hint)
+	kickGen       atomic.Uint32        // A: bumped by every kick that finds work for a worker; spinners watch it
+	spinHits      atomic.Int64         // A: spins that caught an item (Stats)
+	spinMisses    atomic.Int64         // A: spins that ended with nothing to do
+	incoming      atomic.Pointer[Work] // A: items queued lock-free, newest first (incoming.go)
+	scanners      atomic.Int32         // A: workers between items, which drain incoming before they run or park
+	nextID        int                  // L
+	dead          bool                 // L
+	disassociated bool                 // L: per-CPU pool whose CPU is offline
+	idleTimer     *time.Timer          // L: created, reset and stopped under mu; its function (reapIdle) takes mu
+	maydayTimer   *time.Timer          // L
+	maydayArmed   bool                 // L
 	// Worker creation failures (thread limits, attributes the kernel
 	// refuses). While createFailing, the pool retries at the mayday
 	// cadence instead of on every kick, and summons rescuers.
-	createFailing bool  // guarded by mu: the last creation failed; cleared by a worker that starts serving
-	createErr     error // guarded by mu: last worker creation error
-	createErrs    int64 // guarded by mu: creation failures since the pool was made
-	createRepAt   int64 // guarded by mu: ns of the last reported failure (rate limit)
-	classErr      error // guarded by mu: the class could not be applied exactly (kept the inherited nice); reported once
-	// Lock-free copies for Stats, which may be called from a tracer while
-	// a pool lock is held.
+	createFailing bool  // L: the last creation failed; cleared by a worker that starts serving
+	createErr     error // L: last worker creation error
+	createErrs    int64 // L: creation failures since the pool was made
+	createRepAt   int64 // L: ns of the last reported failure (rate limit)
+	classErr      error // L: the class could not be applied exactly (kept the inherited nice); reported once
+	// A: lock-free copies for Stats, which may be called from a tracer
+	// while a pool lock is held.
 	createErrN   atomic.Int64
 	createErrMsg atomic.Pointer[string]
 	classErrMsg  atomic.Pointer[string]
 
-	refs     int // guarded by poolRegistry.mu
-	exited   sync.WaitGroup
-	progress atomic.Int64 // ns of last item completion or pickup (watchdog)
-	busy     atomic.Int32 // workers executing an item
-	// escWatch: the worklist may hold items of a queue with escape_after;
-	// the CM monitor scans it (escape.go). Set under mu by activation,
-	// cleared by the monitor's scan under mu.
+	refs     int            // R
+	exited   sync.WaitGroup // S
+	progress atomic.Int64   // A: ns of last item completion or pickup (watchdog)
+	busy     atomic.Int32   // A: workers executing an item
+	// A: the worklist may hold items of a queue with escape_after; the CM
+	// monitor scans it (escape.go). Set under mu by activation, cleared
+	// by the monitor's scan under mu.
 	escWatch atomic.Bool
-	// escDeepAt is when escScan last looked past escScanMax (ns).
-	// guarded by mu.
+	// L: when escScan last looked past escScanMax (ns).
 	escDeepAt int64
 }
 

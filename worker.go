@@ -30,55 +30,53 @@ import (
 //     unlinks the worker, hands its scheduled items back to the pool and
 //     clears the identity under the pool lock.
 type worker struct {
-	pool   *pool // the pool it serves; immutable (nil for a rescuer)
-	id     int
-	name   string
-	tid    int // guarded by pool.mu: the thread id while the thread is ours, else 0
-	parker sched.Parker
-	// gch is a goroutine worker's wake-up token (gopool.go); nil for a
-	// thread worker. Immutable after creation.
+	pool   *pool        // I: the pool it serves (nil for a rescuer)
+	id     int          // I
+	name   string       // I
+	tid    int          // L: the thread id while the thread is ours, else 0
+	parker sched.Parker // S
+	// I: gch is a goroutine worker's wake-up token (gopool.go); nil for a
+	// thread worker.
 	gch chan struct{}
-	// leaveG forgets a goroutine worker in gworkers; set and called
-	// under pool.mu with the identity.
+	// L: leaveG forgets a goroutine worker in gworkers; set and called
+	// with the identity.
 	leaveG func()
 
-	// self is tid for lock-free onSelf checks; set and cleared with tid.
+	// A: self is tid for lock-free onSelf checks; set and cleared with tid.
 	self atomic.Int32
-	// goid is the worker goroutine's id (sched.GoroutineState), set with
+	// A: goid is the worker goroutine's id (sched.GoroutineState), set with
 	// tid, for onSelf's confirmation; 0 if it could not be read.
 	goid atomic.Int64
-	// claim is the thread's claim (sched.Claim), for ResetThreadIf. Owned
-	// by the worker's goroutine.
+	// W: claim is the thread's claim (sched.Claim), for ResetThreadIf.
 	claim uint64
-	// thread is the check before each item that the goroutine is still on
-	// its thread (sched.ThreadCheck: about 1 ns where the CPU and kernel
-	// allow, a gettid every 64th item). Owned by the worker's goroutine.
+	// W: thread is the check before each item that the goroutine is still
+	// on its thread (sched.ThreadCheck: about 1 ns where the CPU and kernel
+	// allow, a gettid every 64th item).
 	thread sched.ThreadCheck
-	// curPool is the pool the worker is attached to: its pool, or for a
+	// A: curPool is the pool the worker is attached to: its pool, or for a
 	// rescuer the pool it is rescuing now (nil between rescues). Written
 	// under that pool's mu; a reader holding p.mu that finds curPool == p
-	// may read the fields guarded by pool.mu below.
+	// may read the fields tagged L: below.
 	curPool atomic.Pointer[pool]
 
-	idle         bool                // guarded by pool.mu
-	dying        bool                // guarded by pool.mu
-	counted      bool                // guarded by pool.mu: counted in pool.nrRunning
-	sleeping     bool                // guarded by pool.mu: seen blocked by the CM monitor
-	sleptAt      int64               // guarded by pool.mu: ns when the CM monitor saw it fall asleep
-	cpuIntensive bool                // guarded by pool.mu
-	current      *Work               // guarded by pool.mu
-	currentPwq   *pwq                // guarded by pool.mu
-	scheduled    workList            // guarded by pool.mu: items to run next, after the current one (non-reentrance)
-	allow        []int               // owned by the worker: the pool's CPUs, for repatriation
-	curPwq       atomic.Pointer[pwq] // atomic copy of currentPwq for Queue's non-reentrance check
-	currentAt    int64               // guarded by pool.mu: ns when the current item started
-	gen          uint64              // guarded by pool.mu: items started
-	lastActive   int64               // guarded by pool.mu: ns when it last went idle
+	idle         bool                // L
+	dying        bool                // L
+	counted      bool                // L: counted in pool.nrRunning
+	sleeping     bool                // L: seen blocked by the CM monitor
+	sleptAt      int64               // L: ns when the CM monitor saw it fall asleep
+	cpuIntensive bool                // L
+	current      *Work               // L
+	currentPwq   *pwq                // L
+	scheduled    workList            // L: items to run next, after the current one (non-reentrance)
+	allow        []int               // W: the pool's CPUs, for repatriation
+	curPwq       atomic.Pointer[pwq] // A: copy of currentPwq for Queue's non-reentrance check
+	currentAt    int64               // L: ns when the current item started
+	gen          uint64              // L: items started
+	lastActive   int64               // L: ns when it last went idle
 
-	// The item in progress, for the exit path. Owned by the worker's
-	// goroutine.
+	// W: the item in progress, for the exit path.
 	stage    itemStage
-	starting *Work // the item between dequeue and startRun (grab's grabSelf check); read only on the worker's thread
+	starting *Work // W: the item between dequeue and startRun (grab's grabSelf check)
 	runSeq   uint64
 	runColor uint8
 
@@ -88,32 +86,29 @@ type worker struct {
 	// and once before it parks. Each read charges the CPU used since the
 	// previous read to the pwq of the item just run (cpuOwe for the read
 	// at park): short items are charged in bulk, to the last of them.
-	lastPark int64 // owned by the worker: ns its last park lasted (spinOK)
-	parkCPU  int   // guarded by pool.mu: the CPU it parked on (kick's wake_cpu hint)
-	lastCPU  int64 // owned by the worker: its thread CPU ns at the last read
-	cpuOwe   *pwq  // owned by the worker: pwq to charge at the next read; nil when settled
-	cpuOff   bool  // owned by the worker: its last item ended with accounting off (lastCPU is stale)
-	cpuAt    int64 // owned by the CM monitor: thread CPU ns at item start or wake
-	seenAt   uint64
-	rescuer  *rescuer // non-nil for a rescuer thread
+	lastPark int64    // W: ns its last park lasted (spinOK)
+	parkCPU  int      // L: the CPU it parked on (kick's wake_cpu hint)
+	lastCPU  int64    // W: its thread CPU ns at the last read
+	cpuOwe   *pwq     // W: pwq to charge at the next read; nil when settled
+	cpuOff   bool     // W: its last item ended with accounting off (lastCPU is stale)
+	cpuAt    int64    // M: thread CPU ns at item start or wake
+	seenAt   uint64   // M: the item count (gen) at which the monitor last saw the worker's current item
+	rescuer  *rescuer // I: non-nil for a rescuer thread
 
-	// inFn is true while the worker's thread runs a work function: only
+	// A: inFn is true while the worker's thread runs a work function: only
 	// then does a sleeping thread mean a blocked item to the CM monitor.
 	// Outside it the worker sleeps only in its own waits (the pool lock, a
 	// P after the lock), which the kernel's pool spinlock never has.
 	inFn atomic.Bool
-	// scanning: counted in pool.scanners (incoming.go). Owned by the
-	// worker's goroutine.
+	// W: scanning: counted in pool.scanners (incoming.go).
 	scanning bool
 
-	// Stage stamps (stages.go), only while a recorder is set. stWake is
-	// written by the thread that unparks the worker (atomic); stWoken and
-	// stages are owned by the worker's goroutine.
-	stWake  atomic.Int64
-	stWoken int64
-	stages  Stages
-	// pwait is the P wait (ns) of the last wake-up, not yet charged to a
-	// queue while pwaitSet (pwait.go). Owned by the worker's goroutine.
+	// Stage stamps (stages.go), only while a recorder is set.
+	stWake  atomic.Int64 // A: written by the thread that unparks the worker
+	stWoken int64        // W
+	stages  Stages       // W
+	// W: pwait is the P wait (ns) of the last wake-up, not yet charged to a
+	// queue while pwaitSet (pwait.go).
 	pwait    int64
 	pwaitSet bool
 }

@@ -26,63 +26,66 @@ const cpuUnbound = wqtrace.WorkCPUUnbound
 // and a max_active (struct workqueue_struct). All methods are safe from any
 // goroutine.
 type Workqueue struct {
-	name    string
-	flags   Flags
-	unbound bool
-	ordered bool
-	threads bool // immutable after Alloc: Threads option (gopool.go)
+	// Fields are tagged with pool.go's lock key (I: set at Alloc, Q: mu
+	// held, A: atomic, T: timerMu held, F: flushMu held, D: destroyMu
+	// held, S: synchronises itself).
+	name    string // I
+	flags   Flags  // I
+	unbound bool   // I
+	ordered bool   // I
+	threads bool   // I: Threads option (gopool.go)
 
-	mu             sync.Mutex               // serialises attribute changes and Destroy
-	table          atomic.Pointer[pwqTable] // current CPU -> pwq mapping
-	allPwqs        []*pwq                   // guarded by mu: every pwq ever installed (flush, drain, stats)
-	lims           []*activeLimit           // guarded by mu: per CPU (per-CPU) or per node (unbound)
-	maxActive      atomic.Int32
-	attrs          queueAttrs                     // guarded by mu
-	rescuer        *rescuer                       // immutable after Alloc
-	retired        pwqStats                       // counters of released pwqs (atomic)
-	fellBack       bool                           // immutable after Alloc: got a lower class than asked
-	fallbackReason string                         // immutable after Alloc: why fellBack (the first blocker)
-	panicHandler   func(PanicInfo)                // immutable after Alloc: WithPanicHandler, nil for the process-wide one
-	bp             backpressure                   // MaxPending and QueueContext's waiters (backpressure.go)
-	logger         *slog.Logger                   // immutable after Alloc: WithLogger, nil for the process-wide one
-	errorHandler   func(op, fn string, err error) // immutable after Alloc: WithErrorHandler, nil for the process-wide one
+	mu             sync.Mutex                     // S: serialises attribute changes and Destroy
+	table          atomic.Pointer[pwqTable]       // A: current CPU -> pwq mapping; replaced under mu
+	allPwqs        []*pwq                         // Q: every pwq ever installed (flush, drain, stats)
+	lims           []*activeLimit                 // Q: per CPU (per-CPU) or per node (unbound)
+	maxActive      atomic.Int32                   // A: written under mu
+	attrs          queueAttrs                     // Q
+	rescuer        *rescuer                       // I
+	retired        pwqStats                       // A: counters of released pwqs
+	fellBack       bool                           // I: got a lower class than asked
+	fallbackReason string                         // I: why fellBack (the first blocker)
+	panicHandler   func(PanicInfo)                // I: WithPanicHandler, nil for the process-wide one
+	bp             backpressure                   // S: MaxPending and QueueContext's waiters (backpressure.go)
+	logger         *slog.Logger                   // I: WithLogger, nil for the process-wide one
+	errorHandler   func(op, fn string, err error) // I: WithErrorHandler, nil for the process-wide one
 
-	// Lock-free queue calls (incoming.go) and, of them, those bounced back
-	// to the locked path: per queue, not per pwq, as the pwq of a bounced
-	// push was retired, its counters already folded into retired.
+	// A: lock-free queue calls (incoming.go) and, of them, those bounced
+	// back to the locked path: per queue, not per pwq, as the pwq of a
+	// bounced push was retired, its counters already folded into retired.
 	pushed, bounced atomic.Int64
 
 	// Armed delayed items (Destroy cancels them). timerMu is a leaf lock,
 	// taken after Work.mu.
-	timerMu        sync.Mutex
-	armed          timerList     // guarded by timerMu
-	timersClosed   bool          // guarded by timerMu: Destroy began; arming is refused
-	firing         int           // guarded by timerMu: timerFns running for q
-	timerIdle      chan struct{} // guarded by timerMu: closed when firing drops to 0
-	timerCancelled []string      // guarded by timerMu: items cancelled by closeTimers
+	timerMu        sync.Mutex    // S
+	armed          timerList     // T
+	timersClosed   bool          // T: Destroy began; arming is refused
+	firing         int           // T: timerFns running for q
+	timerIdle      chan struct{} // T: closed when firing drops to 0
+	timerCancelled []string      // T: items cancelled by closeTimers
 
-	frozen     atomic.Bool // FreezeAll: new activeLimits start frozen
-	destroying bool        // guarded by mu: Destroy began; attribute changes are refused
-	dying      atomic.Bool // Destroy began: queue refusals say errDestroying, not ErrDraining
-	draining   atomic.Int32
-	destroyed  atomic.Bool
-	reported   atomic.Bool // ErrDestroyed reported once
-	// drainReported: ErrDraining was reported in the current drain (once
-	// per drain: a producer that keeps queueing would report thousands).
+	frozen     atomic.Bool  // A: FreezeAll: new activeLimits start frozen
+	destroying bool         // Q: Destroy began; attribute changes are refused
+	dying      atomic.Bool  // A: Destroy began: queue refusals say errDestroying, not ErrDraining
+	draining   atomic.Int32 // A: drains in progress (Drain, Destroy); queue calls from outside q's items are refused
+	destroyed  atomic.Bool  // A: the queue is destroyed; queue calls report ErrDestroyed
+	reported   atomic.Bool  // A: ErrDestroyed reported once
+	// A: ErrDraining was reported in the current drain (once per drain: a
+	// producer that keeps queueing would report thousands).
 	drainReported atomic.Bool
-	destroyMu     sync.Mutex
-	destroyDone   chan struct{} // guarded by destroyMu: closed when the destroy that began has finished (shutdown.go)
+	destroyMu     sync.Mutex    // S: serialises destroyBegin (shutdown.go)
+	destroyDone   chan struct{} // D: closed when the destroy that began has finished (shutdown.go)
 
-	flushMu        sync.Mutex    // serialises flushers
-	flushLeft      atomic.Int32  // pwqs the current flush still waits for
-	flushDone      chan struct{} // guarded by flushMu; closed when flushLeft reaches 0
-	flushAbandoned chan struct{} // guarded by flushMu: done channel of a flush whose context ended
+	flushMu        sync.Mutex    // S: serialises flushers
+	flushLeft      atomic.Int32  // A: pwqs the current flush still waits for
+	flushDone      chan struct{} // F: closed when flushLeft reaches 0
+	flushAbandoned chan struct{} // F: done channel of a flush whose context ended
 
-	keyed  atomic.Pointer[keyTable] // per-key ordering (keyed.go), created by the first QueueKeyed
-	keyedN atomic.Int64             // keyed instances in flight (chained, queued or running)
+	keyed  atomic.Pointer[keyTable] // A: per-key ordering (keyed.go), created by the first QueueKeyed
+	keyedN atomic.Int64             // A: keyed instances in flight (chained, queued or running)
 	// Adaptive placement (escape.go).
-	escaper     atomic.Pointer[rescuer] // per-CPU queues with escape_after: set once, under mu
-	escapeAfter atomic.Int64            // ns; 0: items never escape
+	escaper     atomic.Pointer[rescuer] // A: per-CPU queues with escape_after: set once, under mu
+	escapeAfter atomic.Int64            // A: ns; 0: items never escape
 }
 
 // queueAttrs are a workqueue's runtime attributes.
