@@ -116,7 +116,7 @@ func alloc(name string, flags Flags, maxActive int, opts []Option) (*Workqueue, 
 	}
 	q.attrs = queueAttrs{class: class, policy: pol, scope: defaultScope(), scopeDefault: true}
 	if q.flags&RT != 0 && q.unbound {
-		// Seed 002: RT unbound queues get the cpu scope, strictly.
+		// RT unbound queues get the cpu scope, strictly, fixed at Alloc.
 		q.attrs.scope = topology.ScopeCPU
 		q.attrs.strict = true
 		q.attrs.scopeDefault = false

@@ -40,10 +40,13 @@ func init() { cmMon.wake = make(chan struct{}, 1) }
 
 func cmRegister(p *pool) {
 	cmMon.register(p, struct{}{}, func(stop, done chan struct{}) {
-		// The monitor must not compete with the workers it watches for a
-		// P: when every P runs a worker, it would take one by preempting
-		// a worker, whose thread then sleeps and is seen as blocked. One
-		// P is reserved while it runs (released in cmMonitor).
+		// The monitor has no P of its own: when every P runs a worker,
+		// its wake-up takes one from a worker, whose thread then waits
+		// for a P. Inside a work function such a wait looks like a sleep
+		// for one sample (a CM wake-up that was not needed; the worker
+		// counts again when it is seen running). Reserving a P for the
+		// monitor would raise every program's GOMAXPROCS and turn off
+		// the runtime's own updates of it (docs/decisions.md).
 		err := goLocked(func() {
 			raiseMonitor()
 			cmMonitor(stop, done)
@@ -84,17 +87,16 @@ func cmNotifyBusy() {
 
 // raiseMonitor gives the monitor's thread nice -20 where the process may
 // (SCHED_OTHER: it competes with CPU hogs at their best, and is never
-// starved by them). It used to run SCHED_FIFO, so that an ordinary thread
-// preempted while holding a pool lock could not hold up RT workers; RT
-// pools' locks now have priority inheritance (sched.PIMutex), which boosts
-// the monitor only while an RT worker waits for it. At SCHED_FIFO its
-// sampling, with hundreds of blocked workers to read, kept ordinary
-// threads of the process off a CPU, and per-CPU bursts of blocking items
-// stalled for about a second in half of the lab's blocking runs (0 of 6
-// runs at nice -20; docs/results.md, "Third session"). The cost: under
-// nice -20 hogs on every CPU the monitor's reaction to a blocked RT worker
-// can wait for a hog's time slice. The thread is locked and dies with the
-// monitor.
+// starved by them). Not SCHED_FIFO: its sampling, with hundreds of
+// blocked workers to read, would keep the process's ordinary threads off
+// a CPU, and bursts of blocking items on per-CPU pools then stall (see
+// docs/decisions.md, "The CM monitor runs at nice -20"). The priority
+// inversion a FIFO monitor would prevent, an ordinary thread preempted
+// while it holds an RT pool's lock, is covered by that lock's priority
+// inheritance (sched.PIMutex), which boosts the holder only while an RT
+// worker waits for it. The cost: under nice -20 hogs on every CPU the
+// monitor's reaction to a blocked RT worker can wait for a hog's time
+// slice. The thread is locked and dies with the monitor.
 func raiseMonitor() {
 	_ = sched.SetName("gowq/cm")
 	// Short exact sleeps while polling fast (cmFastPoll): without this a

@@ -10,9 +10,10 @@ import (
 
 // QueueDelayed queues dw after d (d <= 0 queues at once). It returns false
 // if dw was already pending or is disabled. For a per-CPU queue the item
-// runs on the CPU the caller was on; for an unbound queue on any CPU, like
-// the kernel since seed 004's fix. Never blocks. Mirrors
-// queue_delayed_work().
+// runs on the CPU the caller was on; for an unbound queue on any CPU, as
+// the kernel arms an unbound item's timer as a global one
+// (add_timer_global), so that a hogged CPU does not hold the item. Never
+// blocks. Mirrors queue_delayed_work().
 func (q *Workqueue) QueueDelayed(dw *DelayedWork, d time.Duration) bool {
 	return q.queueDelayedOn(cpuUnbound, dw, d)
 }

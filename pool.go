@@ -22,8 +22,8 @@ type classAttrs struct {
 
 func (c classAttrs) rt() bool { return c.policy == sched.PolicyFIFO || c.policy == sched.PolicyRR }
 
-// suffix is the worker-name suffix of the class: "F" for SCHED_FIFO (seed
-// 000), "H" for nice < 0, "" otherwise.
+// suffix is the worker-name suffix of the class: "F" for SCHED_FIFO, "H"
+// for nice < 0 (the kernel's "H" of a highpri kworker), "" otherwise.
 func (c classAttrs) suffix() string {
 	switch {
 	case c.rt():
@@ -285,8 +285,8 @@ func (p *pool) kick() {
 // the Go scheduler (the thread sleeps, its P goes to another thread, and
 // the Unlock must wake that thread and hand a P back), and the producer
 // and the workers of a pool fed back to back contend all the time: with
-// sync.Mutex an unbound queue ran 0.13-0.18x ants/v2's empty items/s,
-// with sched.Mutex 0.4-0.7x (docs/results.md, "Third session").
+// sync.Mutex an unbound queue runs about a third as many empty items per
+// second (docs/decisions.md, "The non-RT pool lock is a futex lock").
 //
 // A worker woken while the lock is held is woken only by Unlock, after the
 // lock is free: an RT worker woken inside the critical section would
