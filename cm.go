@@ -13,8 +13,8 @@ import (
 // The kernel learns that a worker blocks from the scheduler itself
 // (wq_worker_sleeping/wq_worker_running) and measures CPU hogs at each tick
 // (wq_worker_tick). User space has neither hook, so gowq samples: while any
-// worker of a per-CPU pool executes an item, the CM monitor wakes every
-// cmTick (1 ms) and, for each busy worker,
+// worker of a thread-backed pool (per-CPU or unbound; pool.cm) executes an
+// item, the CM monitor wakes every cmTick (1 ms) and, for each busy worker,
 //   - reads the thread's run state from /proc/self/task/<tid>/stat: a
 //     worker in S or D state is sleeping, stops counting in nr_running,
 //     and if work is pending the pool wakes another worker (a CM wake-up,
@@ -22,9 +22,11 @@ import (
 //   - reads the thread's CPU clock: past cpu_intensive_thresh of CPU time
 //     since the item started or last slept, the worker is marked
 //     CPU-intensive (counted as CPUitsv) and stops counting.
-// While a per-CPU pool has work pending behind a busy worker, the monitor
-// samples that pool's running workers every cmFastPoll (20 us) with an
-// exact sleep instead, backing off to cmTick while none of them sleeps; so
+// An unbound pool's worker still asleep unboundBlockingConfirm (50 us)
+// after it was first seen asleep puts the pool in blocking mode
+// (pool.concurrency). While a pool has work pending behind a busy worker,
+// the monitor samples that pool's running workers every cmFastPoll (20 us)
+// with an exact sleep instead, backing off to cmTick while none of them sleeps; so
 // the pool starts its next item within tens of us of a worker blocking
 // (docs/design.md, "Concurrency management"). The cost is a 2-5 us read per
 // running worker per fast sample, only while work waits behind it, and a
@@ -107,8 +109,8 @@ func raiseMonitor() {
 	}
 }
 
-// cmFastPoll is the shortest sampling interval, used while a per-CPU pool
-// has pending work behind a busy worker: the monitor then polls that
+// cmFastPoll is the shortest sampling interval, used while a pool has
+// pending work behind a busy worker: the monitor then polls that
 // pool's workers with an exact sleep (clock_nanosleep on its own locked
 // thread) instead of a Go timer. Each sample that sees no worker go to
 // sleep doubles the interval, up to cmTick; a sample that sees one go to
@@ -117,7 +119,7 @@ func raiseMonitor() {
 // pool whose items block keeps the fast cadence and
 // starts the next item within about cmFastPoll of a worker blocking,
 // while a backlog of CPU-bound items costs a few fast samples and then
-// runs at today's 1 ms cadence.
+// runs at the 1 ms cadence.
 const cmFastPoll = 20 * time.Microsecond
 
 // cmBackoffMax caps the backed-off interval while pools are busy, also

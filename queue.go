@@ -13,8 +13,11 @@ import (
 
 // Queue queues w on the pwq of the CPU the caller runs on now (per-CPU
 // queues) or of that CPU's pod (unbound queues). It returns false if w was
-// already pending or is disabled, true if it queued it. It never blocks and
-// makes no allocation. On a destroyed queue it returns false and reports
+// already pending or is disabled, true if it queued it. It makes no
+// allocation and waits for no item or worker; it takes the pool lock (or
+// pushes lock-free while a worker is between items), and on a contended
+// lock it sleeps until the holder lets go (see "Never blocks" in the
+// package doc). On a destroyed queue it returns false and reports
 // ErrDestroyed (once per queue) to the error handler; QueueErr returns
 // the reason instead. Mirrors queue_work().
 func (q *Workqueue) Queue(w *Work) bool {
