@@ -155,12 +155,20 @@ func (q *Workqueue) queuePendedErr(reqCPU int, w *Work, fromTimer bool, plug *wa
 			// The item is in transit while the tracer runs: a grab from the
 			// tracer itself (on this locked thread) must not wait for it. A
 			// tracer that calls runtime.Goexit: the item, not yet linked, is
-			// released (idle) before the caller's goroutine ends.
+			// released (idle) before the caller's goroutine ends; the item of
+			// a Group or Future is ended with ErrCancelled (cancelGoItem),
+			// since nobody is left to return the refusal to.
 			runtime.LockOSThread()
 			tid := sched.Gettid()
 			w.transit.Store(int32(tid))
 			emit(tr, &wqtrace.Event{Kind: wqtrace.QueueWork, TimeNs: nanotime(), CPU: sched.GetCPU(), TID: tid, Work: w.addr(), Function: w.Func(), Workqueue: q.name, ReqCPU: reqCPU, TargetCPU: target},
-				func() { w.transit.Store(0); runtime.UnlockOSThread(); w.markCancelled(); w.release() })
+				func() {
+					w.transit.Store(0)
+					runtime.UnlockOSThread()
+					w.markCancelled()
+					w.release()
+					cancelGoItem(w)
+				})
 			w.transit.Store(0)
 			runtime.UnlockOSThread()
 		}
