@@ -18,7 +18,9 @@ import (
 // A worker counts in nrRunning while it runs an item of a
 // concurrency-managed pool and is neither seen asleep, CPU-intensive nor a
 // rescuer. Only setCounted changes that count, as only
-// worker_set_flags/worker_clr_flags change nr_running in the kernel.
+// worker_set_flags/worker_clr_flags change nr_running in the kernel. In a
+// pool with cm false (goroutine-backed) no worker counts, so every pending
+// item gets a worker.
 
 // concurrency is how many workers of the pool may run at once before
 // concurrency management holds items back: 1 for a per-CPU pool, as in the
