@@ -25,8 +25,8 @@ import (
 // rt reports whether q is an RT queue (flags are immutable after Alloc).
 func (q *Workqueue) rt() bool { return q.flags&RT != 0 }
 
-// SetPolicy switches q's worker class (the "policy" attribute, seed 001's
-// switch): PolicyNormal, PolicyHighPri or PolicyFIFO. Not allowed on RT
+// SetPolicy switches q's worker class (the "policy" attribute, a gowq
+// extension of the kernel's sysfs attributes): PolicyNormal, PolicyHighPri or PolicyFIFO. Not allowed on RT
 // queues (ErrReadOnly). Switching an unbound queue to PolicyNormal from
 // another class also sets nice 0; the policy the queue already has
 // changes nothing. Before it is accepted, the class is applied, with

@@ -160,7 +160,7 @@ func b01(b bool) string {
 // parses value into q's current Attrs and applies them as ApplyAttrs does,
 // so every error of ApplyAttrs can come back. per_cpu is read-only
 // (ErrReadOnly), and so are, on RT queues, nice, affinity_scope,
-// affinity_strict and policy (seed 002's WQ_RT), and affinity_scope of an
+// affinity_strict and policy (fixed at Alloc), and affinity_scope of an
 // ordered queue; a write to a read-only attribute is refused whatever its
 // value, as a write to a read-only sysfs file is. Numbers are decimal and
 // range-checked (max_active 1..2048, nice -20..19); escape_after takes a

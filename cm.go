@@ -13,8 +13,8 @@ import (
 // The kernel learns that a worker blocks from the scheduler itself
 // (wq_worker_sleeping/wq_worker_running) and measures CPU hogs at each tick
 // (wq_worker_tick). User space has neither hook, so gowq samples: while any
-// worker of a per-CPU pool executes an item, the CM monitor wakes every
-// cmTick (1 ms) and, for each busy worker,
+// worker of a thread-backed pool (per-CPU or unbound; pool.cm) executes an
+// item, the CM monitor wakes every cmTick (1 ms) and, for each busy worker,
 //   - reads the thread's run state from /proc/self/task/<tid>/stat: a
 //     worker in S or D state is sleeping, stops counting in nr_running,
 //     and if work is pending the pool wakes another worker (a CM wake-up,
@@ -22,9 +22,11 @@ import (
 //   - reads the thread's CPU clock: past cpu_intensive_thresh of CPU time
 //     since the item started or last slept, the worker is marked
 //     CPU-intensive (counted as CPUitsv) and stops counting.
-// While a per-CPU pool has work pending behind a busy worker, the monitor
-// samples that pool's running workers every cmFastPoll (20 us) with an
-// exact sleep instead, backing off to cmTick while none of them sleeps; so
+// An unbound pool's worker still asleep unboundBlockingConfirm (50 us)
+// after it was first seen asleep puts the pool in blocking mode
+// (pool.concurrency). While a pool has work pending behind a busy worker,
+// the monitor samples that pool's running workers every cmFastPoll (20 us)
+// with an exact sleep instead, backing off to cmTick while none of them sleeps; so
 // the pool starts its next item within tens of us of a worker blocking
 // (docs/design.md, "Concurrency management"). The cost is a 2-5 us read per
 // running worker per fast sample, only while work waits behind it, and a
@@ -40,10 +42,13 @@ func init() { cmMon.wake = make(chan struct{}, 1) }
 
 func cmRegister(p *pool) {
 	cmMon.register(p, struct{}{}, func(stop, done chan struct{}) {
-		// The monitor must not compete with the workers it watches for a
-		// P: when every P runs a worker, it would take one by preempting
-		// a worker, whose thread then sleeps and is seen as blocked. One
-		// P is reserved while it runs (released in cmMonitor).
+		// The monitor has no P of its own: when every P runs a worker,
+		// its wake-up takes one from a worker, whose thread then waits
+		// for a P. Inside a work function such a wait looks like a sleep
+		// for one sample (a CM wake-up that was not needed; the worker
+		// counts again when it is seen running). Reserving a P for the
+		// monitor would raise every program's GOMAXPROCS and turn off
+		// the runtime's own updates of it (docs/decisions.md).
 		err := goLocked(func() {
 			raiseMonitor()
 			cmMonitor(stop, done)
@@ -84,17 +89,16 @@ func cmNotifyBusy() {
 
 // raiseMonitor gives the monitor's thread nice -20 where the process may
 // (SCHED_OTHER: it competes with CPU hogs at their best, and is never
-// starved by them). It used to run SCHED_FIFO, so that an ordinary thread
-// preempted while holding a pool lock could not hold up RT workers; RT
-// pools' locks now have priority inheritance (sched.PIMutex), which boosts
-// the monitor only while an RT worker waits for it. At SCHED_FIFO its
-// sampling, with hundreds of blocked workers to read, kept ordinary
-// threads of the process off a CPU, and per-CPU bursts of blocking items
-// stalled for about a second in half of the lab's blocking runs (0 of 6
-// runs at nice -20; docs/results.md, "Third session"). The cost: under
-// nice -20 hogs on every CPU the monitor's reaction to a blocked RT worker
-// can wait for a hog's time slice. The thread is locked and dies with the
-// monitor.
+// starved by them). Not SCHED_FIFO: its sampling, with hundreds of
+// blocked workers to read, would keep the process's ordinary threads off
+// a CPU, and bursts of blocking items on per-CPU pools then stall (see
+// docs/decisions.md, "The CM monitor runs at nice -20"). The priority
+// inversion a FIFO monitor would prevent, an ordinary thread preempted
+// while it holds an RT pool's lock, is covered by that lock's priority
+// inheritance (sched.PIMutex), which boosts the holder only while an RT
+// worker waits for it. The cost: under nice -20 hogs on every CPU the
+// monitor's reaction to a blocked RT worker can wait for a hog's time
+// slice. The thread is locked and dies with the monitor.
 func raiseMonitor() {
 	_ = sched.SetName("gowq/cm")
 	// Short exact sleeps while polling fast (cmFastPoll): without this a
@@ -105,8 +109,8 @@ func raiseMonitor() {
 	}
 }
 
-// cmFastPoll is the shortest sampling interval, used while a per-CPU pool
-// has pending work behind a busy worker: the monitor then polls that
+// cmFastPoll is the shortest sampling interval, used while a pool has
+// pending work behind a busy worker: the monitor then polls that
 // pool's workers with an exact sleep (clock_nanosleep on its own locked
 // thread) instead of a Go timer. Each sample that sees no worker go to
 // sleep doubles the interval, up to cmTick; a sample that sees one go to
@@ -115,7 +119,7 @@ func raiseMonitor() {
 // pool whose items block keeps the fast cadence and
 // starts the next item within about cmFastPoll of a worker blocking,
 // while a backlog of CPU-bound items costs a few fast samples and then
-// runs at today's 1 ms cadence.
+// runs at the 1 ms cadence.
 const cmFastPoll = 20 * time.Microsecond
 
 // cmBackoffMax caps the backed-off interval while pools are busy, also
@@ -409,9 +413,7 @@ func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick 
 			wk.sleeping = true
 			wk.sleptAt = now
 			sawSleep = true
-			if wk.counted {
-				wk.counted = false
-				p.nrRunning--
+			if p.setCounted(wk, false) {
 				if p.needMoreWorker() {
 					pq.stats.cmWakeups.Add(1)
 					p.wakeOrCreate()
@@ -435,18 +437,14 @@ func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick 
 			if r.haveCPU {
 				wk.cpuAt = r.cpuNs
 			}
-			if !wk.counted && !wk.cpuIntensive && wk.rescuer == nil {
-				wk.counted = true
-				p.nrRunning++
+			if !wk.cpuIntensive && wk.rescuer == nil {
+				p.setCounted(wk, true)
 			}
 		}
 		if r.longRun && r.haveCPU && !wk.sleeping && !wk.cpuIntensive && r.cpuNs-wk.cpuAt >= thresh {
 			wk.cpuIntensive = true
 			pq.stats.cpuIntensive.Add(1)
-			if wk.counted {
-				wk.counted = false
-				p.nrRunning--
-			}
+			p.setCounted(wk, false)
 			p.wakeOrCreate()
 		}
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // Policy is the worker class of a workqueue, its runtime attribute
-// "policy" (seed 001's switch).
+// "policy".
 type Policy int
 
 const (
@@ -141,7 +141,7 @@ func SetRTPriority(prio int) error {
 // RTPriority returns the SCHED_FIFO priority of RT workers.
 func RTPriority() int { return int(rtPriority.Load()) }
 
-// SetHighPriPolicy is seed 001's switch: it selects what the HighPri class
+// SetHighPriPolicy selects what the HighPri class
 // means for queues created from now on, PolicyHighPri (nice -20, the
 // default) or PolicyFIFO (SCHED_FIFO at the RT priority). Other values
 // return ErrInvalidArgument. Switching to PolicyFIFO when a new thread of

@@ -23,8 +23,14 @@
 // for the next item. An item that runs longer than the CPU-intensive
 // threshold (10 ms) without sleeping stops counting. The kernel learns of
 // blocking from the scheduler; gowq samples each busy worker's thread state
-// and CPU clock every millisecond instead (see cm.go). Unbound pools are not
-// concurrency-managed; their pods come from the machine's topology (cpu,
+// and CPU clock every millisecond instead (see cm.go). Thread-backed
+// unbound pools are concurrency-managed too, unlike the kernel's, at the
+// number of CPUs their workers may use: a worker needs one of GOMAXPROCS
+// Ps, so more running workers than CPUs only hand Ps to each other. Once
+// one of their items is seen blocked, they run every pending item at once,
+// as the kernel's unbound pools do, until 10 ms pass with none seen
+// blocked. Goroutine-backed pools (below) are not concurrency-managed.
+// Unbound pools' pods come from the machine's topology (cpu,
 // smt, cache_shard, cache, numa, system affinity scopes). The default scope
 // is cache_shard, the kernel's newest default: each last-level cache split
 // into pods of about CacheShardSize cores (8) with their SMT siblings, so
@@ -132,6 +138,14 @@
 //   - Allocation-free queueing: Queue, QueueOn and requeueing an idle item
 //     make no allocation; Go and GoContext none beyond the caller's
 //     closure.
+//   - "Never blocks", in these docs, means the call waits for no item, no
+//     worker, no room and no timer. It may still wait for a short critical
+//     section: the queue path takes the pool lock (a futex lock, or
+//     sync.Mutex for goroutine-backed pools) whose contended path sleeps
+//     in the kernel until the holder, a worker or another queuer, lets go;
+//     a holder preempted by other threads makes that wait as long as its
+//     preemption. Only calls documented to wait (Flush, Drain, Destroy,
+//     CancelSync, QueueContext on a full queue...) wait for work.
 //   - Per-key order (gowq extension, QueueKeyed): items queued under one
 //     key run one at a time in queue order, keys run concurrently; a
 //     key's backlog waits in an intrusive chain, not on the workqueue, so

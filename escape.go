@@ -11,7 +11,8 @@ import (
 	"github.com/gowq/wq/internal/topology"
 )
 
-// Adaptive placement (escape_after, a gowq extension; issue 11).
+// Adaptive placement (escape_after, a gowq extension: the kernel has no
+// such attribute).
 //
 // A per-CPU queue with escape_after > 0 runs an item on the CPU that queued
 // it when a worker of that CPU's pool starts it within escape_after of its
@@ -63,7 +64,7 @@ import (
 
 // wakeHook, when set (tests), is called by a pool worker each time it is
 // woken, before it takes the pool lock; blocking in it models a worker
-// that cannot get its CPU (seed 004).
+// that cannot get its CPU (a CPU hogged by a higher-priority thread).
 var wakeHook atomic.Pointer[func(p *pool)]
 
 // escMin is the shortest escape_after (ns) of the live queues, 0 when no

@@ -15,8 +15,10 @@ const (
 	// in-flight items per CPU; pools are concurrency-managed.
 	PerCPU Flags = 1 << iota
 	// Unbound serves items from pools not bound to one CPU but to an
-	// affinity pod (WQ_UNBOUND). Not concurrency-managed; max_active is
-	// system-wide, split per NUMA node.
+	// affinity pod (WQ_UNBOUND). max_active is system-wide, split per NUMA
+	// node. Thread-backed unbound pools are concurrency-managed at the
+	// number of CPUs their workers may use, lifted while items block;
+	// goroutine-backed ones are not (see the package doc).
 	Unbound
 	// HighPri uses the high-priority worker class, nice -20 by default
 	// (WQ_HIGHPRI). The class's policy can be switched process-wide, see

@@ -3,7 +3,6 @@ package wq
 import (
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 	"sync"
@@ -23,8 +22,8 @@ type classAttrs struct {
 
 func (c classAttrs) rt() bool { return c.policy == sched.PolicyFIFO || c.policy == sched.PolicyRR }
 
-// suffix is the worker-name suffix of the class: "F" for SCHED_FIFO (seed
-// 000), "H" for nice < 0, "" otherwise.
+// suffix is the worker-name suffix of the class: "F" for SCHED_FIFO, "H"
+// for nice < 0 (the kernel's "H" of a highpri kworker), "" otherwise.
 func (c classAttrs) suffix() string {
 	switch {
 	case c.rt():
@@ -51,52 +50,75 @@ type poolKey struct {
 // pool is a worker pool: a worklist of active items and the workers that
 // run them (struct worker_pool).
 //
-// Locking: mu guards every field marked so, and the list links of every
-// Work on worklist or on the inactive list of a pwq of this pool. Lock
-// order: pool.mu before Work.mu; never two pool locks at once.
+// Lock key. Every shared field of pool, worker and Workqueue carries one
+// of these tags, as struct worker_pool's fields do in kernel/workqueue.c:
+//
+//	I: set at creation (getPool, createWorker, Alloc), read-only after.
+//	L: pool.mu held (for a worker: the lock of the pool it serves, or of
+//	   the pool a rescuer is attached to). The policy functions
+//	   (policy.go) read L: fields.
+//	A: atomic; read without a lock. A comment says when it is written
+//	   under a lock as well.
+//	W: owned by the worker's goroutine: only it reads or writes the field.
+//	M: owned by the CM monitor's goroutine (cm.go).
+//	R: poolRegistry.mu held.
+//	Q: Workqueue.mu held.
+//	T: Workqueue.timerMu held (a leaf lock, taken after Work.mu).
+//	F: Workqueue.flushMu held.
+//	D: Workqueue.destroyMu held.
+//	S: synchronises itself (a lock, a sync.WaitGroup, a parker, or a
+//	   struct with its own lock).
+//
+// pool.mu also guards the list links of every Work on worklist or on the
+// inactive list of a pwq of this pool. Lock order: pool.mu before Work.mu;
+// never two pool locks at once.
 type pool struct {
-	key  poolKey
-	id   int
-	cm   bool  // concurrency-managed (per-CPU pools)
-	cpus []int // CPUs workers may run on; immutable except under mu on hotplug
-	// Non-strict unbound pools whose pod is narrower than the CPUs their
+	key poolKey // I
+	id  int     // I
+	// I: concurrency-managed: the CM monitor samples the pool's workers
+	// and they count in nrRunning. True for thread-backed pools, per-CPU
+	// and unbound; false for goroutine-backed pools (gopool.go), whose
+	// workers have no thread of their own for the monitor to sample.
+	cm   bool
+	cpus []int // L: CPUs workers may run on; set at creation, changed only on hotplug
+	// I: non-strict unbound pools whose pod is narrower than the CPUs their
 	// workers may use start each item inside the pod (repatriation, the
-	// kernel's wake_cpu hint done by hand). Immutable.
+	// kernel's wake_cpu hint done by hand).
 	repatriate bool
-	mayspin    bool // unbound and not RT: its workers may spin before parking (spinOK); immutable
-	pod        []int
-	podSet     topology.CPUSet
+	mayspin    bool            // I: unbound and not RT: its workers may spin before parking (spinOK)
+	pod        []int           // I: repatriate: the pod's CPUs
+	podSet     topology.CPUSet // I: repatriate: the pod's CPUs
 
-	mu            poolMutex
-	worklist      workList             // guarded by mu
-	workers       []*worker            // guarded by mu
-	idle          []*worker            // guarded by mu: idle stack, most recent last
-	nrRunning     int                  // guarded by mu: CM: workers running and not sleeping/CPU-intensive
-	nrSpinning    int                  // guarded by mu: workers spinning before parking (worker.spin)
-	blocking      bool                 // guarded by mu: unbound: a worker was seen blocked lately (concurrency)
-	blockedAt     int64                // guarded by mu: unbound: ns when the CM monitor last saw a worker blocked
-	lastQueueCPU  int                  // guarded by mu: unbound pools: CPU of the last queuer (spinOK, kick's wake_cpu hint)
-	kickGen       atomic.Uint32        // bumped by every kick that finds work for a worker; spinners watch it
-	spinHits      atomic.Int64         // spins that caught an item (Stats)
-	spinMisses    atomic.Int64         // spins that ended with nothing to do
-	incoming      atomic.Pointer[Work] // items queued lock-free, newest first (incoming.go)
-	scanners      atomic.Int32         // workers between items, which drain incoming before they run or park
-	nextID        int                  // guarded by mu
-	dead          bool                 // guarded by mu
-	disassociated bool                 // guarded by mu: per-CPU pool whose CPU is offline
-	idleTimer     *time.Timer
-	maydayTimer   *time.Timer // guarded by mu
-	maydayArmed   bool        // guarded by mu
+	mu            poolMutex            // S: the pool lock
+	worklist      workList             // L
+	workers       []*worker            // L
+	idle          []*worker            // L: idle stack, most recent last
+	nrRunning     int                  // L: workers counted as running (setCounted): running and not sleeping/CPU-intensive
+	nrSpinning    int                  // L: workers spinning before parking (worker.spin)
+	blocking      bool                 // L: unbound: a worker was seen blocked lately (concurrency)
+	blockedAt     int64                // L: unbound: ns when the CM monitor last saw a worker blocked
+	lastQueueCPU  int                  // L: unbound pools: CPU of the last queuer (spinOK, kick's wake_cpu hint)
+	kickGen       atomic.Uint32        // A: bumped by every kick that finds work for a worker; spinners watch it
+	spinHits      atomic.Int64         // A: spins that caught an item (Stats)
+	spinMisses    atomic.Int64         // A: spins that ended with nothing to do
+	incoming      atomic.Pointer[Work] // A: items queued lock-free, newest first (incoming.go)
+	scanners      atomic.Int32         // A: workers between items, which drain incoming before they run or park
+	nextID        int                  // L
+	dead          bool                 // L
+	disassociated bool                 // L: per-CPU pool whose CPU is offline
+	idleTimer     *time.Timer          // L: created, reset and stopped under mu; its function (reapIdle) takes mu
+	maydayTimer   *time.Timer          // L
+	maydayArmed   bool                 // L
 	// Worker creation failures (thread limits, attributes the kernel
 	// refuses). While createFailing, the pool retries at the mayday
 	// cadence instead of on every kick, and summons rescuers.
-	createFailing bool  // guarded by mu: the last creation failed; cleared by a worker that starts serving
-	createErr     error // guarded by mu: last worker creation error
-	createErrs    int64 // guarded by mu: creation failures since the pool was made
-	createRepAt   int64 // guarded by mu: ns of the last reported failure (rate limit)
-	classErr      error // guarded by mu: the class could not be applied exactly (kept the inherited nice); reported once
-	// Lock-free copies for Stats, which may be called from a tracer while
-	// a pool lock is held.
+	createFailing bool  // L: the last creation failed; cleared by a worker that starts serving
+	createErr     error // L: last worker creation error
+	createErrs    int64 // L: creation failures since the pool was made
+	createRepAt   int64 // L: ns of the last reported failure (rate limit)
+	classErr      error // L: the class could not be applied exactly (kept the inherited nice); reported once
+	// A: lock-free copies for Stats, which may be called from a tracer
+	// while a pool lock is held.
 	createErrN   atomic.Int64
 	createErrMsg atomic.Pointer[string]
 	classErrMsg  atomic.Pointer[string]
@@ -105,16 +127,15 @@ type pool struct {
 	keptNice    atomic.Int32
 	keptNiceSet atomic.Bool
 
-	refs     int // guarded by poolRegistry.mu
-	exited   sync.WaitGroup
-	progress atomic.Int64 // ns of last item completion or pickup (watchdog)
-	busy     atomic.Int32 // workers executing an item
-	// escWatch: the worklist may hold items of a queue with escape_after;
-	// the CM monitor scans it (escape.go). Set under mu by activation,
-	// cleared by the monitor's scan under mu.
+	refs     int            // R
+	exited   sync.WaitGroup // S
+	progress atomic.Int64   // A: ns of last item completion or pickup (watchdog)
+	busy     atomic.Int32   // A: workers executing an item
+	// A: the worklist may hold items of a queue with escape_after; the CM
+	// monitor scans it (escape.go). Set under mu by activation, cleared
+	// by the monitor's scan under mu.
 	escWatch atomic.Bool
-	// escDeepAt is when escScan last looked past escScanMax (ns).
-	// guarded by mu.
+	// L: when escScan last looked past escScanMax (ns).
 	escDeepAt int64
 }
 
@@ -231,49 +252,6 @@ func (p *pool) String() string {
 	return s + " nice=" + strconv.Itoa(c.nice)
 }
 
-// concurrency is how many workers of the pool may run at once before
-// concurrency management holds items back: 1 for a per-CPU pool, as in the
-// kernel. The kernel does not manage unbound pools (their workers never
-// count in nr_running): a kworker that cannot get a CPU waits in the run
-// queue and costs nothing. A gowq worker also needs one of GOMAXPROCS Ps
-// to run Go code, so while an unbound pool's items run without blocking,
-// more running workers than CPUs only hand Ps to each other (each a futex
-// round trip) and slow every item: the limit is then the number of CPUs
-// its workers may use. Once the CM monitor sees one of its workers blocked
-// (blocking), the pool runs every pending item at once, as the kernel's
-// unbound pools do, until unboundBlockingHold passes with none seen
-// blocked (docs/design.md, "Concurrency management"). Called with mu held.
-func (p *pool) concurrency() int {
-	switch {
-	case p.key.cpu >= 0:
-		return 1
-	case p.blocking:
-		// cmSample ends the hold, but samples only busy pools: a pool
-		// that went idle while blocking ends it here.
-		if nanotime()-p.blockedAt <= int64(unboundBlockingHold) {
-			return math.MaxInt32
-		}
-		p.blocking = false
-	}
-	return max(1, len(p.cpus))
-}
-
-// needMoreWorker: work is pending and fewer workers run than the pool's
-// concurrency (need_more_worker). guarded by mu.
-func (p *pool) needMoreWorker() bool {
-	return !p.worklist.empty() && p.nrRunning < p.concurrency()
-}
-
-// keepWorking: work is pending and the running workers, the caller
-// included, do not exceed the pool's concurrency (keep_working).
-func (p *pool) keepWorking() bool {
-	return !p.worklist.empty() && p.nrRunning <= p.concurrency()
-}
-
-// needToCreate: a worker is needed and none is idle to be woken
-// (need_to_create_worker).
-func (p *pool) needToCreate() bool { return p.needMoreWorker() && len(p.idle) == 0 }
-
 // kick wakes an idle worker if the pool needs one (kick_pool). With no
 // idle worker it creates one, as the kernel's manager would; while
 // creation keeps failing it leaves the retries to the mayday timer, which
@@ -297,28 +275,6 @@ func (p *pool) kick() {
 	p.createWorker()
 }
 
-// wakeHint picks the idle worker to wake: the most recently idle one
-// (LIFO, warm caches), except that an unbound pool prefers, among its few
-// most recent idle workers, one that parked on the queuer's CPU. The
-// kernel hints a woken kworker onto the queueing CPU (wake_cpu); user
-// space cannot, but a thread is woken on the CPU it last ran on when that
-// is allowed, so waking the worker that parked there has it preempt the
-// queuer's CPU at once instead of waking another, idle, CPU (an IPI, and
-// in a virtual machine an exit of the idle vCPU). Called with mu held and
-// idle non-empty.
-func (p *pool) wakeHint() int {
-	n := len(p.idle)
-	if p.key.cpu >= 0 || p.lastQueueCPU < 0 {
-		return n - 1
-	}
-	for i := n - 1; i >= 0 && i >= n-4; i-- {
-		if p.idle[i].parkCPU == p.lastQueueCPU {
-			return i
-		}
-	}
-	return n - 1
-}
-
 // poolMutex is the pool lock. For an RT pool it is a priority-inheritance
 // futex lock (sched.PIMutex): an ordinary thread that holds it (a queuer,
 // a Go timer, Stats) while CPU hogs preempt it is boosted to the priority
@@ -333,8 +289,8 @@ func (p *pool) wakeHint() int {
 // the Go scheduler (the thread sleeps, its P goes to another thread, and
 // the Unlock must wake that thread and hand a P back), and the producer
 // and the workers of a pool fed back to back contend all the time: with
-// sync.Mutex an unbound queue ran 0.13-0.18x ants/v2's empty items/s,
-// with sched.Mutex 0.4-0.7x (docs/results.md, "Third session").
+// sync.Mutex an unbound queue runs about a third as many empty items per
+// second (docs/decisions.md, "The non-RT pool lock is a futex lock").
 //
 // A worker woken while the lock is held is woken only by Unlock, after the
 // lock is free: an RT worker woken inside the critical section would
@@ -518,14 +474,6 @@ func (p *pool) leaveIdle(wk *worker) {
 			break
 		}
 	}
-}
-
-// tooManyWorkers mirrors too_many_workers(): more than two idle workers
-// and idle workers at least a quarter of the busy ones.
-func (p *pool) tooManyWorkers() bool {
-	nIdle := len(p.idle)
-	nBusy := len(p.workers) - nIdle
-	return nIdle > 2 && (nIdle-2)*4 >= nBusy
 }
 
 func (p *pool) armIdleTimer() {

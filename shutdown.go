@@ -12,8 +12,8 @@ import (
 // channel that the rest closes; destroyRest cancels the armed items,
 // drains and releases the pools, and runs exactly once. Destroy, and a
 // DestroyContext whose ctx can never end, run it on their own goroutine
-// (so the error handler sees the ErrDelayedPending report there, as it
-// always did); a DestroyContext whose ctx can end runs it on a goroutine
+// (so the error handler sees the ErrDelayedPending report on the
+// destroyer's goroutine); a DestroyContext whose ctx can end runs it on a goroutine
 // of its own and waits for it or for ctx, so that a deadline never stops
 // a drain half way: the queue finishes its drain alone, and every later
 // Destroy or DestroyContext waits for that same channel.

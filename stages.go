@@ -6,7 +6,7 @@ import (
 	"github.com/gowq/wq/internal/sched"
 )
 
-// Stage timestamps of the wake path (issue 14, "See it").
+// Stage timestamps of the wake path.
 //
 // When a recorder is set, Queue stamps the item at entry and when it holds
 // the pool lock (Work.stQueue, Work.stLocked), the thread that unparks an

@@ -30,55 +30,53 @@ import (
 //     unlinks the worker, hands its scheduled items back to the pool and
 //     clears the identity under the pool lock.
 type worker struct {
-	pool   *pool // the pool it serves; immutable (nil for a rescuer)
-	id     int
-	name   string
-	tid    int // guarded by pool.mu: the thread id while the thread is ours, else 0
-	parker sched.Parker
-	// gch is a goroutine worker's wake-up token (gopool.go); nil for a
-	// thread worker. Immutable after creation.
+	pool   *pool        // I: the pool it serves (nil for a rescuer)
+	id     int          // I
+	name   string       // I
+	tid    int          // L: the thread id while the thread is ours, else 0
+	parker sched.Parker // S
+	// I: gch is a goroutine worker's wake-up token (gopool.go); nil for a
+	// thread worker.
 	gch chan struct{}
-	// leaveG forgets a goroutine worker in gworkers; set and called
-	// under pool.mu with the identity.
+	// L: leaveG forgets a goroutine worker in gworkers; set and called
+	// with the identity.
 	leaveG func()
 
-	// self is tid for lock-free onSelf checks; set and cleared with tid.
+	// A: self is tid for lock-free onSelf checks; set and cleared with tid.
 	self atomic.Int32
-	// goid is the worker goroutine's id (sched.GoroutineState), set with
+	// A: goid is the worker goroutine's id (sched.GoroutineState), set with
 	// tid, for onSelf's confirmation; 0 if it could not be read.
 	goid atomic.Int64
-	// claim is the thread's claim (sched.Claim), for ResetThreadIf. Owned
-	// by the worker's goroutine.
+	// W: claim is the thread's claim (sched.Claim), for ResetThreadIf.
 	claim uint64
-	// thread is the check before each item that the goroutine is still on
-	// its thread (sched.ThreadCheck: about 1 ns where the CPU and kernel
-	// allow, a gettid every 64th item). Owned by the worker's goroutine.
+	// W: thread is the check before each item that the goroutine is still
+	// on its thread (sched.ThreadCheck: about 1 ns where the CPU and kernel
+	// allow, a gettid every 64th item).
 	thread sched.ThreadCheck
-	// curPool is the pool the worker is attached to: its pool, or for a
+	// A: curPool is the pool the worker is attached to: its pool, or for a
 	// rescuer the pool it is rescuing now (nil between rescues). Written
 	// under that pool's mu; a reader holding p.mu that finds curPool == p
-	// may read the fields guarded by pool.mu below.
+	// may read the fields tagged L: below.
 	curPool atomic.Pointer[pool]
 
-	idle         bool                // guarded by pool.mu
-	dying        bool                // guarded by pool.mu
-	counted      bool                // guarded by pool.mu: counted in pool.nrRunning
-	sleeping     bool                // guarded by pool.mu: seen blocked by the CM monitor
-	sleptAt      int64               // guarded by pool.mu: ns when the CM monitor saw it fall asleep
-	cpuIntensive bool                // guarded by pool.mu
-	current      *Work               // guarded by pool.mu
-	currentPwq   *pwq                // guarded by pool.mu
-	scheduled    workList            // guarded by pool.mu: items to run next, after the current one (non-reentrance)
-	allow        []int               // owned by the worker: the pool's CPUs, for repatriation
-	curPwq       atomic.Pointer[pwq] // atomic copy of currentPwq for Queue's non-reentrance check
-	currentAt    int64               // guarded by pool.mu: ns when the current item started
-	gen          uint64              // guarded by pool.mu: items started
-	lastActive   int64               // guarded by pool.mu: ns when it last went idle
+	idle         bool                // L
+	dying        bool                // L
+	counted      bool                // L: counted in pool.nrRunning
+	sleeping     bool                // L: seen blocked by the CM monitor
+	sleptAt      int64               // L: ns when the CM monitor saw it fall asleep
+	cpuIntensive bool                // L
+	current      *Work               // L
+	currentPwq   *pwq                // L
+	scheduled    workList            // L: items to run next, after the current one (non-reentrance)
+	allow        []int               // W: the pool's CPUs, for repatriation
+	curPwq       atomic.Pointer[pwq] // A: copy of currentPwq for Queue's non-reentrance check
+	currentAt    int64               // L: ns when the current item started
+	gen          uint64              // L: items started
+	lastActive   int64               // L: ns when it last went idle
 
-	// The item in progress, for the exit path. Owned by the worker's
-	// goroutine.
+	// W: the item in progress, for the exit path.
 	stage    itemStage
-	starting *Work // the item between dequeue and startRun (grab's grabSelf check); read only on the worker's thread
+	starting *Work // W: the item between dequeue and startRun (grab's grabSelf check)
 	runSeq   uint64
 	runColor uint8
 
@@ -88,32 +86,29 @@ type worker struct {
 	// and once before it parks. Each read charges the CPU used since the
 	// previous read to the pwq of the item just run (cpuOwe for the read
 	// at park): short items are charged in bulk, to the last of them.
-	lastPark int64 // owned by the worker: ns its last park lasted (spinOK)
-	parkCPU  int   // guarded by pool.mu: the CPU it parked on (kick's wake_cpu hint)
-	lastCPU  int64 // owned by the worker: its thread CPU ns at the last read
-	cpuOwe   *pwq  // owned by the worker: pwq to charge at the next read; nil when settled
-	cpuOff   bool  // owned by the worker: its last item ended with accounting off (lastCPU is stale)
-	cpuAt    int64 // owned by the CM monitor: thread CPU ns at item start or wake
-	seenAt   uint64
-	rescuer  *rescuer // non-nil for a rescuer thread
+	lastPark int64    // W: ns its last park lasted (spinOK)
+	parkCPU  int      // L: the CPU it parked on (kick's wake_cpu hint)
+	lastCPU  int64    // W: its thread CPU ns at the last read
+	cpuOwe   *pwq     // W: pwq to charge at the next read; nil when settled
+	cpuOff   bool     // W: its last item ended with accounting off (lastCPU is stale)
+	cpuAt    int64    // M: thread CPU ns at item start or wake
+	seenAt   uint64   // M: the item count (gen) at which the monitor last saw the worker's current item
+	rescuer  *rescuer // I: non-nil for a rescuer thread
 
-	// inFn is true while the worker's thread runs a work function: only
+	// A: inFn is true while the worker's thread runs a work function: only
 	// then does a sleeping thread mean a blocked item to the CM monitor.
 	// Outside it the worker sleeps only in its own waits (the pool lock, a
 	// P after the lock), which the kernel's pool spinlock never has.
 	inFn atomic.Bool
-	// scanning: counted in pool.scanners (incoming.go). Owned by the
-	// worker's goroutine.
+	// W: scanning: counted in pool.scanners (incoming.go).
 	scanning bool
 
-	// Stage stamps (stages.go), only while a recorder is set. stWake is
-	// written by the thread that unparks the worker (atomic); stWoken and
-	// stages are owned by the worker's goroutine.
-	stWake  atomic.Int64
-	stWoken int64
-	stages  Stages
-	// pwait is the P wait (ns) of the last wake-up, not yet charged to a
-	// queue while pwaitSet (pwait.go). Owned by the worker's goroutine.
+	// Stage stamps (stages.go), only while a recorder is set.
+	stWake  atomic.Int64 // A: written by the thread that unparks the worker
+	stWoken int64        // W
+	stages  Stages       // W
+	// W: pwait is the P wait (ns) of the last wake-up, not yet charged to a
+	// queue while pwaitSet (pwait.go).
 	pwait    int64
 	pwaitSet bool
 }
@@ -336,12 +331,11 @@ func (wk *worker) loop() {
 		if p.needMoreWorker() {
 			// Keep an idle worker around so that there is someone to wake
 			// when this one sleeps (may_start_working/manage_workers).
-			if len(p.idle) == 0 && !p.createFailing {
+			if !p.mayStartWorking() {
 				p.createWorker()
 			}
 			if p.cm {
-				wk.counted = true
-				p.nrRunning++
+				p.setCounted(wk, true)
 			}
 			for {
 				w := p.worklist.popFront()
@@ -360,10 +354,7 @@ func (wk *worker) loop() {
 					break
 				}
 			}
-			if wk.counted {
-				wk.counted = false
-				p.nrRunning--
-			}
+			p.setCounted(wk, false)
 		}
 		if p.spinOK(wk) {
 			// Spin a little instead of parking: items arrive faster than a
@@ -399,46 +390,6 @@ func (wk *worker) loop() {
 		p.enterIdle(wk)
 		p.mu.Unlock()
 	}
-}
-
-// Spinning before parking (issue: common-case speed). A worker that has
-// just drained its pool spins for at most spinBudget, watching the pool's
-// kick generation, instead of parking in futex_wait, when all of these
-// hold:
-//   - its class is not RT: a SCHED_FIFO spinner would starve every
-//     ordinary thread of its CPU for the budget;
-//   - the pool may use at least two CPUs and the worker is not on the CPU
-//     of the pool's last queuer, so the spin never delays the queuing
-//     thread on its own CPU (per-CPU pools therefore never spin);
-//   - its last park lasted less than spinAfterPark: items come faster
-//     than a park and a wake-up would take, so a spin is likely to catch
-//     the next one; sparse items cost no spinning;
-//   - no other worker of the pool spins, and fewer than GOMAXPROCS/2
-//     workers spin in the process (each spinner holds a P).
-//
-// A caught item starts with no futex wake-up, no context switch and no
-// P hand-off. The spinning costs at most spinBudget of CPU per drain.
-const (
-	spinBudget    = 20 * time.Microsecond
-	spinAfterPark = int64(4 * spinBudget)
-)
-
-// spinners counts the workers spinning now, process-wide.
-var spinners atomic.Int32
-
-// spinOK reports whether wk may spin before parking. Called with mu held,
-// with the worker not idle.
-func (p *pool) spinOK(wk *worker) bool {
-	if wk.dying || p.dead || !p.mayspin || len(p.cpus) < 2 || p.nrSpinning > 0 ||
-		wk.lastPark >= spinAfterPark || wk.rescuer != nil {
-		return false
-	}
-	if int(spinners.Load()) >= max(1, runtime.GOMAXPROCS(0)/2) {
-		return false
-	}
-	// An unknown queuer CPU (no cheap way to read it here) rules spinning
-	// out: it might be this one.
-	return p.lastQueueCPU >= 0 && sched.GetCPU() != p.lastQueueCPU
 }
 
 // spin waits up to spinBudget for the pool's kick generation to move from
@@ -497,10 +448,7 @@ func (wk *worker) processOne(w *Work) bool {
 		pq.stats.rescued.Add(1)
 	} else if pq.wq.flags&CPUIntensive != 0 {
 		wk.cpuIntensive = true
-		if wk.counted {
-			wk.counted = false
-			p.nrRunning--
-		}
+		p.setCounted(wk, false)
 	}
 	// Chain wake-ups (kick_pool): while the pool's concurrency allows
 	// another running worker (an unbound pool below its CPU count, or
@@ -708,9 +656,8 @@ func (wk *worker) afterItem() {
 		releaseGoItem(w)
 	}
 	wk.sleeping, wk.cpuIntensive = false, false
-	if p.cm && !wk.counted && wk.rescuer == nil {
-		wk.counted = true
-		p.nrRunning++
+	if p.cm && wk.rescuer == nil {
+		p.setCounted(wk, true)
 	}
 	if pq.complete(wk.runColor) {
 		p.mu.Unlock()
@@ -801,10 +748,7 @@ func (wk *worker) retire() {
 	if p := wk.curPool.Load(); p != nil {
 		p.mu.Lock()
 		wk.finishCurrent()
-		if wk.counted {
-			wk.counted = false
-			p.nrRunning--
-		}
+		p.setCounted(wk, false)
 		if wk.rescuer == nil {
 			wk.scanOffLocked()
 			p.removeWorker(wk)

@@ -4,10 +4,9 @@
 // that runs the work items queued on it one at a time, in queue order.
 // Where package wq shares pools of workers between queues and manages
 // their concurrency, a kthread Worker is a single private thread: the tool
-// for latency-critical work that must not wait behind anybody else's, as in
-// seed 003, where EROFS moved decompression from an UNBOUND|HIGHPRI
-// workqueue to per-CPU SCHED_FIFO kthread workers and cut scheduling
-// latency by about 80%.
+// for latency-critical work that must not wait behind anybody else's, as
+// EROFS runs decompression on per-CPU SCHED_FIFO kthread workers instead
+// of an UNBOUND|HIGHPRI workqueue (CONFIG_EROFS_FS_PCPU_KTHREAD).
 //
 // # Design
 //
@@ -100,11 +99,11 @@
 //
 // # Per-CPU sets
 //
-// PerCPU is seed 003's pool: one worker per online CPU, named name/<cpu>
+// PerCPU is EROFS's z_erofs_pcpu_workers: one worker per online CPU, named name/<cpu>
 // and bound to it, optionally SCHED_FIFO-low, plus a fallback workqueue
 // (UNBOUND|HIGHPRI by default) for CPUs without a worker. Queue reads the
 // CPU -> worker table with one atomic load: the table is an immutable
-// slice replaced whole on every change, the Go shape of the seed's
+// slice replaced whole on every change, the Go shape of EROFS's
 // RCU-protected array. The set subscribes to CPU hotplug through its
 // Fallback (kthread/wqfallback: wq.OnCPUChange): when a CPU
 // leaves, the new table is published first and the CPU's worker is then
@@ -170,7 +169,7 @@
 //	kthread_destroy_worker                        (*Worker).Destroy
 //	worker->task's pid                            (*Worker).TID (0 once the thread has exited)
 //	sched_getattr(worker->task)                   (*Worker).Class
-//	seed 003 z_erofs_pcpu_workers + cpuhp state   PerCPU: NewPerCPU, Queue, QueueLocal, Worker, Destroy
+//	EROFS z_erofs_pcpu_workers + cpuhp state      PerCPU: NewPerCPU, Queue, QueueLocal, Worker, Destroy
 //
 // Differences from the kernel: a work item queued on a second worker while
 // busy on the first is refused (false, ErrOtherWorker reported) instead of

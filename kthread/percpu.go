@@ -11,13 +11,13 @@ import (
 )
 
 // PerCPU is a set of workers, one bound to each online CPU, with a
-// workqueue to fall back on when a CPU has none: the EROFS per-CPU
-// kthread_worker pool of seed 003 (z_erofs_pcpu_workers). It follows CPU
+// workqueue to fall back on when a CPU has none: the per-CPU
+// kthread_worker pool of EROFS (fs/erofs/zdata.c, CONFIG_EROFS_FS_PCPU_KTHREAD), z_erofs_pcpu_workers. It follows CPU
 // hotplug. All methods are safe from any goroutine.
 //
 // The CPU -> worker table is an immutable slice published through an
-// atomic pointer and replaced whole on every change (the seed's RCU
-// array): Queue reads it with one atomic load and takes no set-wide lock.
+// atomic pointer and replaced whole on every change (EROFS's
+// RCU-protected array): Queue reads it with one atomic load and takes no set-wide lock.
 // A queue that races with the retirement of its CPU's worker is refused by
 // that worker and goes to the fallback workqueue, so no grace period is
 // needed and nothing is lost.
@@ -93,11 +93,11 @@ type FallbackItem interface {
 }
 
 // NewPerCPU creates a worker named name/<cpu> on every online CPU (see
-// CreateWorkerOnCPU; opts apply to each, e.g. WithFIFOLow for seed 003's
-// HIPRI variant) and subscribes to CPU hotplug (fallback.OnCPUChange).
+// CreateWorkerOnCPU; opts apply to each, e.g. WithFIFOLow for EROFS's
+// CONFIG_EROFS_FS_PCPU_KTHREAD_HIPRI variant) and subscribes to CPU hotplug (fallback.OnCPUChange).
 // Items for a CPU without a worker go to fallback:
 // wqfallback.Queue(nil) allocates the set's own UNBOUND|HIGHPRI
-// workqueue with max_active = the number of online CPUs, as seed 003
+// workqueue with max_active = the number of online CPUs, as EROFS
 // does, and destroys it in Destroy; wqfallback.Queue(q) uses q and leaves
 // it to its owner. It blocks while the threads are created. Errors:
 // ErrInvalidArgument (an empty name, a bad option, a nil fallback),
@@ -129,7 +129,7 @@ func NewPerCPU(name string, fallback Fallback, opts ...Option) (*PerCPU, error) 
 	s.workers.Store(&[]*Worker{})
 	// Subscribe first, then read the online CPUs under mu: a change that
 	// happens in between is applied again by the subscriber, so none is
-	// missed (the seed's "could miss cpu{off,on}line?").
+	// missed.
 	s.cancelSub = fallback.OnCPUChange(s.apply)
 	s.mu.Lock()
 	err, _ = s.applyLocked(fallback.OnlineCPUs(), true)
@@ -222,7 +222,7 @@ func (s *PerCPU) applyLocked(online []int, strict bool) (first error, errs []err
 // function (ErrNoFunc), is busy on a worker outside the set
 // (ErrOtherWorker), or the set is destroyed (ErrDestroyed, once). It never
 // blocks beyond short locks and makes no allocation, except once per item:
-// the first time w goes to a fallback workqueue. Mirrors seed 003's
+// the first time w goes to a fallback workqueue. Mirrors EROFS's
 // z_erofs_decompress_kickoff: rcu_dereference of the CPU's worker, then
 // kthread_queue_work() or queue_work() on the fallback.
 func (s *PerCPU) Queue(cpu int, w *Work) bool {
@@ -270,7 +270,7 @@ func (s *PerCPU) Queue(cpu int, w *Work) bool {
 
 // QueueLocal queues w on the worker of the CPU the caller runs on now
 // (getcpu(2); the answer may be stale by the time w is queued unless the
-// caller is pinned), as Queue does. Mirrors seed 003's use of
+// caller is pinned), as Queue does. Mirrors EROFS's use of
 // raw_smp_processor_id().
 func (s *PerCPU) QueueLocal(w *Work) bool { return s.Queue(sched.GetCPU(), w) }
 

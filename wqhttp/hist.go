@@ -19,7 +19,8 @@ type HistReport struct {
 type HistQueue struct {
 	Name string `json:"name"`
 	// Latency is queue-to-start: workqueue_queue_work to
-	// workqueue_execute_start, the scheduling latency of the seeds.
+	// workqueue_execute_start, what the kernel's workqueue threads call
+	// scheduling latency.
 	Latency HistSummary `json:"latency"`
 	// Exec is execution time: workqueue_execute_start to
 	// workqueue_execute_end.

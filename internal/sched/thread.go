@@ -50,7 +50,8 @@ func lockedStart(fn func(), ready chan<- struct{}, admitted bool) {
 	// Lock LockDepth times in all: a work function that calls
 	// runtime.UnlockOSThread (once, or a few times) then only lowers the
 	// nesting count, and the goroutine stays on this thread, which dies with
-	// it. Owners check StillOn after running user code to catch the rest.
+	// it. Owners check after running user code that they are still on the
+	// thread (ThreadCheck.Same, or StillOn) to catch the rest.
 	for i := 1; i < LockDepth; i++ {
 		runtime.LockOSThread()
 	}

@@ -1,6 +1,7 @@
 // Package wqfallback runs a kthread.PerCPU set's items for CPUs without a
 // worker on a wq workqueue, and tells the set about CPU hotplug through
-// wq.OnCPUChange: seed 003's z_erofs_workqueue fallback. It is the only
+// wq.OnCPUChange, as EROFS falls back on z_erofs_workqueue
+// (fs/erofs/zdata.c). It is the only
 // link from kthread to wq, so a program that uses kthread workers without
 // a per-CPU set does not import wq.
 //
@@ -17,7 +18,8 @@ import (
 
 // Queue returns a kthread.Fallback that runs items on q. With q nil, the
 // set's Open allocates an UNBOUND|HIGHPRI workqueue named after the set
-// with max_active = the number of online CPUs, as seed 003 does, and
+// with max_active = the number of online CPUs, as EROFS allocates
+// z_erofs_workqueue, and
 // Destroy of the set destroys it; Open then fails with an error matching
 // both kthread.ErrPermission and wq.ErrPermission when the process may
 // not use nice -20 (pass a workqueue of your own). A q of your own is

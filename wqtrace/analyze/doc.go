@@ -27,7 +27,7 @@
 //	queue->activate   queue_work to activate_work (time on the inactive list)
 //	activate->start   activate_work to execute_start
 //	queue->start      queue_work to execute_start: the "scheduling latency"
-//	                  of the seeds and of bcc-style tools
+//	                  of kernel workqueue threads and bcc-style tools
 //	execution         execute_start to execute_end
 //
 // each as count, min, p50, p90, p99, p99.9, max, avg and stdev (Stats, which

@@ -1,0 +1,203 @@
+package wq
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/gowq/wq/internal/report"
+	"github.com/gowq/wq/internal/topology"
+)
+
+// Creating a workqueue: Alloc, AllocOrdered and their Options
+// (alloc_workqueue, alloc_ordered_workqueue).
+
+// Alloc creates a workqueue. flags select the pool type (PerCPU, the
+// default, or Unbound) and the worker class (normal, HighPri or RT).
+// maxActive bounds the items in flight per CPU (per-CPU queues) or in the
+// whole system split per NUMA node (unbound queues); 0 means 1024, and a
+// value outside [1, 2048] is clamped with a slog warning. No worker thread
+// is created before the first item is queued; a MemReclaim queue's
+// rescuer thread is created here, as alloc_workqueue creates it, so that
+// a rescue never needs a new thread. Errors: ErrInvalidFlags for a bit
+// that is not one of the exported flags, or contradictory flags
+// (PerCPU|Unbound, HighPri|RT), ErrPermission when the
+// process may not use the RT class (SCHED_FIFO) or the high-priority one
+// (nice -20: CAP_SYS_NICE or RLIMIT_NICE), with the cause and the fix in
+// its text (see AllowRTFallback), ErrThreadLimit when the rescuer's thread
+// would come too close to a thread limit. A nil Option is ignored. Mirrors
+// alloc_workqueue().
+func Alloc(name string, flags Flags, maxActive int, opts ...Option) (*Workqueue, error) {
+	if err := checkPublicFlags(name, flags); err != nil {
+		return nil, err
+	}
+	return alloc(name, flags, maxActive, opts)
+}
+
+// AllocOrdered creates an ordered workqueue: an unbound queue that runs one
+// item at a time in queue order, also across attribute changes. Mirrors
+// alloc_ordered_workqueue().
+func AllocOrdered(name string, flags Flags, opts ...Option) (*Workqueue, error) {
+	if err := checkPublicFlags(name, flags); err != nil {
+		return nil, err
+	}
+	if flags&PerCPU != 0 {
+		return nil, fmt.Errorf("alloc_ordered_workqueue(%q): %w: ordered queues are unbound", name, ErrInvalidFlags)
+	}
+	return alloc(name, flags|Unbound|flagOrdered, 1, opts)
+}
+
+func validateFlags(name string, flags Flags) error {
+	if flags&^(flagOrdered<<1-1) != 0 {
+		return fmt.Errorf("alloc_workqueue(%q): %w: unknown bits %#x", name, ErrInvalidFlags, uint32(flags&^(flagOrdered<<1-1)))
+	}
+	if flags&PerCPU != 0 && flags&Unbound != 0 {
+		return fmt.Errorf("alloc_workqueue(%q): %w: PerCPU and Unbound contradict", name, ErrInvalidFlags)
+	}
+	if flags&HighPri != 0 && flags&RT != 0 {
+		return fmt.Errorf("alloc_workqueue(%q): %w: HighPri and RT are distinct classes", name, ErrInvalidFlags)
+	}
+	return nil
+}
+
+func alloc(name string, flags Flags, maxActive int, opts []Option) (*Workqueue, error) {
+	if err := validateFlags(name, flags); err != nil {
+		return nil, err
+	}
+	var o options
+	for _, opt := range opts {
+		if opt != nil { // a nil Option is no option
+			opt(&o)
+		}
+	}
+	if flags&PowerEfficient != 0 && powerEfficient.Load() && flags&PerCPU == 0 {
+		flags |= Unbound
+	}
+	if o.maxPending < 0 {
+		return nil, fmt.Errorf("alloc_workqueue(%q): %w: MaxPending(%d): must not be negative", name, ErrInvalidArgument, o.maxPending)
+	}
+	q := &Workqueue{name: name, flags: flags, unbound: flags&Unbound != 0, ordered: flags&flagOrdered != 0,
+		panicHandler: o.panicHandler, errorHandler: o.errorHandler, threads: o.threads, logger: o.logger}
+	q.bp.max = int64(o.maxPending)
+	if maxActive == 0 {
+		maxActive = DefaultMaxActive
+	}
+	if maxActive < 1 || maxActive > MaxActive {
+		c := min(max(maxActive, 1), MaxActive)
+		report.Logger(o.logger).Warn("workqueue: max_active out of range, clamped", "workqueue", name, "requested", maxActive, "range", "[1, 2048]", "clamped", c)
+		maxActive = c
+	}
+	q.maxActive.Store(int32(maxActive))
+
+	// Worker class.
+	pol := PolicyNormal
+	switch {
+	case flags&RT != 0:
+		pol = PolicyFIFO
+	case flags&HighPri != 0:
+		pol = PolicyHighPri
+	}
+	class, fellBack, reason, err := resolveClass(pol, o.fallback)
+	if err != nil {
+		return nil, fmt.Errorf("alloc_workqueue(%q): %w", name, err)
+	}
+	if fellBack {
+		// Report the class actually obtained: HighPri (nice -20) or normal.
+		got := PolicyNormal
+		q.flags &^= RT | HighPri
+		if class.nice < 0 {
+			got = PolicyHighPri
+			q.flags |= HighPri
+		}
+		report.Logger(o.logger).Warn("workqueue: worker class not permitted, falling back", "workqueue", name, "asked", pol.String(), "got", got.String(), "reason", reason)
+		pol = got
+		q.fellBack = true
+		q.fallbackReason = reason
+	}
+	q.attrs = queueAttrs{class: class, policy: pol, scope: defaultScope(), scopeDefault: true}
+	if q.flags&RT != 0 && q.unbound {
+		// RT unbound queues get the cpu scope, strictly, fixed at Alloc.
+		q.attrs.scope = topology.ScopeCPU
+		q.attrs.strict = true
+		q.attrs.scopeDefault = false
+	}
+	if q.ordered {
+		q.attrs.scope = topology.ScopeSystem
+		q.attrs.scopeDefault = false
+	}
+	if o.escapeSet && (o.escapeAfter < 0 || q.unbound) {
+		return nil, fmt.Errorf("alloc_workqueue(%q): %w: escape_after %v: only per-CPU queues, and not negative", name, ErrInvalidArgument, o.escapeAfter)
+	}
+	if flags&MemReclaim != 0 {
+		// The rescuer's thread starts now, as alloc_workqueue creates
+		// the rescuer: when workers cannot be created (a thread limit),
+		// the rescue needs no thread.
+		q.rescuer = newRescuer(q)
+		if err := q.rescuer.start(); err != nil {
+			return nil, fmt.Errorf("alloc_workqueue(%q): rescuer: %w", name, err)
+		}
+	}
+	topo, g := currentTopology(), unboundMask.Load()
+	q.mu.Lock()
+	q.installTable(topo)
+	q.mu.Unlock()
+	registerQueue(q)
+	// SetUnboundCPUMask and hotplug publish the new global mask or
+	// topology first and then re-apply to the queues they list; a queue
+	// registered after that listing built its table from what they
+	// replaced. Registering first and looking again after closes that
+	// window without a lock (the kernel holds wq_pool_mutex across
+	// alloc_workqueue's apply and list_add): either the listing saw q,
+	// or q sees what was published.
+	if q.unbound && (unboundMask.Load() != g || currentTopology() != topo) {
+		q.reinstall(currentTopology())
+	}
+	if o.escapeSet && o.escapeAfter > 0 {
+		_ = q.SetEscapeAfter(o.escapeAfter) // validated above
+	}
+	return q, nil
+}
+
+// Option adjusts Alloc.
+type Option func(*options)
+
+type options struct {
+	fallback     bool
+	panicHandler func(PanicInfo)
+	errorHandler func(op, fn string, err error)
+	escapeAfter  time.Duration
+	escapeSet    bool
+	threads      bool // Threads: thread workers even where goroutines would do
+	maxPending   int
+	logger       *slog.Logger
+}
+
+// AllowRTFallback makes Alloc of an RT queue that the process may not run
+// at SCHED_FIFO fall back, with a slog warning, instead of failing with
+// ErrPermission: to the HighPri class (nice -20) when the process may take
+// nice -20, else to the normal class (nice 0), as an unprivileged process
+// without RLIMIT_NICE gets. A HighPri queue without the privilege for nice
+// -20 falls back to the normal class likewise. Stats() shows the class
+// obtained (Policy), Fallback true and FallbackReason the refusals: for an
+// RT queue that got the normal class, both SCHED_FIFO's and nice -20's.
+func AllowRTFallback() Option { return func(o *options) { o.fallback = true } }
+
+// WithPanicHandler gives the queue its own panic handler: panics of work
+// functions run from this queue call h, as SetPanicHandler describes,
+// instead of the process-wide handler. nil (the default) means the
+// process-wide one (SetPanicHandler, or its slog default). So that two
+// libraries in one program each see their own panics.
+func WithPanicHandler(h func(PanicInfo)) Option {
+	return func(o *options) { o.panicHandler = h }
+}
+
+// WithErrorHandler gives the queue its own error handler: usage errors of
+// operations on this queue (queueing on it, QueueDelayed, ModDelayed,
+// Flush, Drain, Destroy) call h, as SetErrorHandler describes, instead of
+// the process-wide handler. nil (the default) means the process-wide one
+// (SetErrorHandler, or its slog default). Errors of operations on an item
+// alone (Work.Flush, Work.Cancel, ...) and of the shared worker pools
+// still go to the process-wide handler.
+func WithErrorHandler(h func(op, fn string, err error)) Option {
+	return func(o *options) { o.errorHandler = h }
+}

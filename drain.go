@@ -1,0 +1,247 @@
+package wq
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// Waiting for a queue and tearing it down: Flush, Drain and Destroy
+// (flush_workqueue, drain_workqueue, destroy_workqueue). The bounded
+// variants of Destroy and the cancellation calls are in shutdown.go.
+
+// Flush waits until every item queued before the call has finished
+// (items queued later are not waited for), keyed items waiting in their
+// key's chain included. It blocks as long as that
+// takes; see FlushContext. Called from one of q's own items it would wait
+// for itself: it returns at once and reports ErrDeadlock to the error
+// handler. Mirrors flush_workqueue().
+func (q *Workqueue) Flush() { _ = q.FlushContext(context.Background()) }
+
+// FlushContext is Flush bounded by ctx: nil once flushed, ctx.Err() if ctx
+// ends first (the items keep running), ErrDeadlock from one of q's own
+// items.
+func (q *Workqueue) FlushContext(ctx context.Context) error {
+	if q.isChained() {
+		// An item waiting for its own color to drain would wait forever.
+		q.reportError("flush_workqueue", q.name, ErrDeadlock)
+		return ErrDeadlock
+	}
+	q.flushMu.Lock()
+	defer q.flushMu.Unlock()
+	// A flush abandoned by its context still owns the other color: wait for
+	// it to drain before flipping again.
+	if prev := q.flushAbandoned; prev != nil {
+		select {
+		case <-prev:
+			q.flushAbandoned = nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	q.mu.Lock()
+	pwqs := append([]*pwq(nil), q.allPwqs...)
+	q.mu.Unlock()
+	kt := q.keyed.Load()
+	nKeyed := 0
+	if kt != nil {
+		nKeyed = keyShards
+	}
+	done := make(chan struct{})
+	q.flushDone = done
+	q.flushLeft.Store(int32(len(pwqs)+nKeyed) + 1)
+	for _, pq := range pwqs {
+		p := pq.pool
+		p.mu.Lock()
+		old := pq.color
+		pq.color ^= 1
+		if pq.nrInFlight[old] == 0 {
+			p.mu.Unlock()
+			q.flushPwqDone()
+			continue
+		}
+		pq.flushWaiting = true
+		p.mu.Unlock()
+	}
+	// Keyed items still waiting in their key's chain are not on any pwq
+	// yet: each key-table shard has flush colors of its own.
+	for i := 0; i < nKeyed; i++ {
+		if !kt.shards[i].flip() {
+			q.flushPwqDone()
+		}
+	}
+	q.flushPwqDone()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		q.flushAbandoned = done
+		return ctx.Err()
+	}
+}
+
+func (q *Workqueue) flushPwqDone() {
+	if q.flushLeft.Add(-1) == 0 {
+		close(q.flushDone)
+	}
+}
+
+// inFlight returns the number of items queued, inactive or running.
+func (q *Workqueue) inFlight() int {
+	q.mu.Lock()
+	pwqs := append([]*pwq(nil), q.allPwqs...)
+	q.mu.Unlock()
+	n := 0
+	for _, pq := range pwqs {
+		pq.pool.mu.Lock()
+		n += pq.nrInFlight[0] + pq.nrInFlight[1]
+		pq.pool.mu.Unlock()
+	}
+	return n
+}
+
+// Drain waits until the queue is empty, flushing repeatedly; keyed items
+// waiting in their key's chain (QueueKeyed) count as queued. While it
+// drains only items running on the queue may queue onto it (chained work);
+// other queue attempts return false and report ErrDraining. Mirrors
+// drain_workqueue().
+func (q *Workqueue) Drain() { _ = q.DrainContext(context.Background()) }
+
+// DrainContext is Drain bounded by ctx: nil once the queue is empty,
+// ErrDeadlock from one of q's own items, and ctx.Err() when ctx ends
+// first. In that case the drain goes on in the background (on a goroutine
+// of its own) and the queue stays in draining mode until it completes:
+// meanwhile queue calls from outside q's own items keep returning false
+// with ErrDraining (reported once per drain), exactly as during the wait.
+// A later Drain, DrainContext or Destroy waits for the queue to be empty
+// as usual. So a deadline bounds the caller's wait, never what the queue
+// accepts.
+func (q *Workqueue) DrainContext(ctx context.Context) error {
+	if q.isChained() {
+		q.reportError("drain_workqueue", q.name, ErrDeadlock)
+		return ErrDeadlock
+	}
+	q.drainReported.Store(false)
+	q.draining.Add(1)
+	q.wakeRoom() // QueueContext waiters see ErrDraining
+	if err := q.drainLoop(ctx); err != nil {
+		// The queue keeps refusing until the drain completes: one that
+		// gave up would accept work it never drained (drainOn).
+		go q.drainOn()
+		return err
+	}
+	q.draining.Add(-1)
+	return nil
+}
+
+// reportDraining reports a queue attempt refused because the queue
+// drains: the first of each drain, as the kernel's WARN_ON_ONCE would
+// (the later ones return false just the same).
+func (q *Workqueue) reportDraining(op string, w *Work) {
+	if q.drainReported.CompareAndSwap(false, true) {
+		q.reportError(op, w.Func(), fmt.Errorf("%w: %s (reported once per drain; later refusals are not reported)", ErrDraining, q.name))
+	}
+}
+
+func (q *Workqueue) drainLoop(ctx context.Context) error {
+	for {
+		if err := q.FlushContext(ctx); err != nil {
+			return err
+		}
+		if q.inFlight() == 0 && q.keyedN.Load() == 0 {
+			return nil
+		}
+	}
+}
+
+// Destroy drains the queue, including work that its items queue onto it
+// while it drains and keyed items waiting in their key's chain (QueueKeyed),
+// then releases its pools and threads. Delayed items whose
+// timer is still armed on the queue are cancelled, not waited for (the
+// kernel requires them cancelled before destroy_workqueue): they are left
+// idle, so another queue can take them, and reported to the error handler
+// as ErrDelayedPending naming them, as kthread's Destroy does. From the
+// start of Destroy, arming a delayed item on the queue is refused. After
+// Destroy returns no item of the queue is pending or running, Queue
+// returns false and reports ErrDestroyed once, and attribute writes return
+// ErrDestroyed. While it drains, queue calls from outside the queue's own
+// items are refused: Queue reports ErrDraining, and QueueErr, Go and the
+// other error calls return an error matching both ErrDestroyed and
+// ErrDraining. Calling Destroy from one of the queue's own items would
+// deadlock: it reports ErrDeadlock and returns without destroying. A second
+// Destroy waits for the first. It blocks until the queue is drained.
+// See DestroyContext to bound the wait. Mirrors destroy_workqueue().
+func (q *Workqueue) Destroy() { _ = q.DestroyContext(context.Background()) }
+
+// destroyRest is Destroy after destroyBegin (shutdown.go): it cancels the
+// armed items, drains the queue and releases its pools. It runs once, on
+// the first destroyer's goroutine (DestroyContext with a deadline: on a
+// goroutine of its own).
+func (q *Workqueue) destroyRest() {
+	cancelled := q.closeTimers()
+	for {
+		_ = q.drainLoop(context.Background())
+		// A queue call that passed the draining check just before it was
+		// set may still be on its way to a pwq. Mark every pwq dead while
+		// it is empty; such a call then finds it dead and is refused. If
+		// one got in first, its item must run: unmark and drain again.
+		if q.markDead() {
+			break
+		}
+	}
+	q.destroyed.Store(true)
+	q.wakeRoom() // QueueContext waiters see ErrDestroyed
+	unregisterQueue(q)
+	if q.rescuer != nil {
+		q.rescuer.stop()
+	}
+	if r := q.escaper.Load(); r != nil {
+		r.stop()
+		recomputeEscMin()
+	}
+	q.mu.Lock()
+	pwqs := q.allPwqs
+	q.allPwqs = nil
+	for _, pq := range pwqs {
+		q.retired.addFrom(&pq.stats) // Stats stay readable after Destroy
+		pq.lim.removePwq(pq)
+	}
+	q.table.Store(&pwqTable{cpu: q.table.Load().cpu[:0:0]})
+	q.mu.Unlock()
+	seen := map[*pool]int{}
+	for _, pq := range pwqs {
+		seen[pq.pool]++
+	}
+	for p, n := range seen {
+		for range n {
+			p.put()
+		}
+	}
+	if len(cancelled) > 0 {
+		q.reportError("destroy_workqueue", q.name, fmt.Errorf("%w: %s: %d armed item(s) cancelled: %s",
+			ErrDelayedPending, q.name, len(cancelled), strings.Join(cancelled, ", ")))
+	}
+}
+
+// markDead marks every pwq of q dead if all of them are empty, and
+// reports whether it did; otherwise it leaves them all alive.
+func (q *Workqueue) markDead() bool {
+	q.mu.Lock()
+	pwqs := append([]*pwq(nil), q.allPwqs...)
+	q.mu.Unlock()
+	for i, pq := range pwqs {
+		p := pq.pool
+		p.mu.Lock()
+		empty := pq.markPwqDead(false)
+		p.mu.Unlock()
+		if !empty {
+			for _, done := range pwqs[:i] {
+				done.pool.mu.Lock()
+				done.setDead(false)
+				done.pool.mu.Unlock()
+			}
+			return false
+		}
+	}
+	return true
+}

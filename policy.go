@@ -1,0 +1,165 @@
+package wq
+
+import (
+	"math"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/gowq/wq/internal/sched"
+)
+
+// Policy functions. These define how a worker pool is managed: when a
+// worker is woken or created, when a running worker takes the next item,
+// when an idle worker spins or is reaped (kernel/workqueue.c, "Policy
+// functions"). Unless noted otherwise, they are called with the pool's
+// lock (pool.mu, tag L: in pool.go's lock key) held.
+//
+// A worker counts in nrRunning while it runs an item of a
+// concurrency-managed pool and is neither seen asleep, CPU-intensive nor a
+// rescuer. Only setCounted changes that count, as only
+// worker_set_flags/worker_clr_flags change nr_running in the kernel. In a
+// pool with cm false (goroutine-backed) no worker counts, so every pending
+// item gets a worker.
+
+// concurrency is how many workers of the pool may run at once before
+// concurrency management holds items back: 1 for a per-CPU pool, as in the
+// kernel. The kernel does not manage unbound pools (their workers never
+// count in nr_running): a kworker that cannot get a CPU waits in the run
+// queue and costs nothing. A gowq worker also needs one of GOMAXPROCS Ps
+// to run Go code, so while an unbound pool's items run without blocking,
+// more running workers than CPUs only hand Ps to each other (each a futex
+// round trip) and slow every item: the limit is then the number of CPUs
+// its workers may use. Once the CM monitor sees one of its workers blocked
+// (blocking), the pool runs every pending item at once, as the kernel's
+// unbound pools do, until unboundBlockingHold passes with none seen
+// blocked (docs/design.md, "Concurrency management"). Called from
+// needMoreWorker and keepWorking; it may end an expired blocking hold.
+func (p *pool) concurrency() int {
+	switch {
+	case p.key.cpu >= 0:
+		return 1
+	case p.blocking:
+		// cmSample ends the hold, but samples only busy pools: a pool
+		// that went idle while blocking ends it here.
+		if nanotime()-p.blockedAt <= int64(unboundBlockingHold) {
+			return math.MaxInt32
+		}
+		p.blocking = false
+	}
+	return max(1, len(p.cpus))
+}
+
+// needMoreWorker: work is pending and fewer workers run than the pool's
+// concurrency (need_more_worker). Called from kick, the worker loop, the
+// CM monitor (cmSample, wakeOrCreate), maydayTimeout, createFailed and
+// the rescuer.
+func (p *pool) needMoreWorker() bool {
+	return !p.worklist.empty() && p.nrRunning < p.concurrency()
+}
+
+// keepWorking: work is pending and the running workers, the caller
+// included, do not exceed the pool's concurrency (keep_working). Called
+// from the worker loop between items.
+func (p *pool) keepWorking() bool {
+	return !p.worklist.empty() && p.nrRunning <= p.concurrency()
+}
+
+// mayStartWorking: a worker that found work may start on it without first
+// creating a spare, because an idle worker is left to be woken when this
+// one sleeps, or because creation keeps failing and its retries are left
+// to the mayday timer (may_start_working). Called from the worker loop.
+func (p *pool) mayStartWorking() bool { return len(p.idle) > 0 || p.createFailing }
+
+// needToCreate: a worker is needed and none is idle to be woken
+// (need_to_create_worker). Called from maydayTimeout and the rescuer.
+func (p *pool) needToCreate() bool { return p.needMoreWorker() && len(p.idle) == 0 }
+
+// wakeHint picks the idle worker to wake: the most recently idle one
+// (LIFO, warm caches), except that an unbound pool prefers, among its few
+// most recent idle workers, one that parked on the queuer's CPU. The
+// kernel hints a woken kworker onto the queueing CPU (wake_cpu); user
+// space cannot, but a thread is woken on the CPU it last ran on when that
+// is allowed, so waking the worker that parked there has it preempt the
+// queuer's CPU at once instead of waking another, idle, CPU (an IPI, and
+// in a virtual machine an exit of the idle vCPU). Called from kick, with
+// idle non-empty.
+func (p *pool) wakeHint() int {
+	n := len(p.idle)
+	if p.key.cpu >= 0 || p.lastQueueCPU < 0 {
+		return n - 1
+	}
+	for i := n - 1; i >= 0 && i >= n-4; i-- {
+		if p.idle[i].parkCPU == p.lastQueueCPU {
+			return i
+		}
+	}
+	return n - 1
+}
+
+// tooManyWorkers mirrors too_many_workers(): more than two idle workers
+// and idle workers at least a quarter of the busy ones: the idle-reap
+// test. Called from enterIdle (to arm the idle timer) and reapIdle.
+func (p *pool) tooManyWorkers() bool {
+	nIdle := len(p.idle)
+	nBusy := len(p.workers) - nIdle
+	return nIdle > 2 && (nIdle-2)*4 >= nBusy
+}
+
+// Spinning before parking. A worker that has
+// just drained its pool spins for at most spinBudget, watching the pool's
+// kick generation, instead of parking in futex_wait, when all of these
+// hold:
+//   - its class is not RT: a SCHED_FIFO spinner would starve every
+//     ordinary thread of its CPU for the budget;
+//   - the pool may use at least two CPUs and the worker is not on the CPU
+//     of the pool's last queuer, so the spin never delays the queuing
+//     thread on its own CPU (per-CPU pools therefore never spin);
+//   - its last park lasted less than spinAfterPark: items come faster
+//     than a park and a wake-up would take, so a spin is likely to catch
+//     the next one; sparse items cost no spinning;
+//   - no other worker of the pool spins, and fewer than GOMAXPROCS/2
+//     workers spin in the process (each spinner holds a P).
+//
+// A caught item starts with no futex wake-up, no context switch and no
+// P hand-off. The spinning costs at most spinBudget of CPU per drain.
+const (
+	spinBudget    = 20 * time.Microsecond
+	spinAfterPark = int64(4 * spinBudget)
+)
+
+// spinners counts the workers spinning now, process-wide.
+var spinners atomic.Int32
+
+// spinOK reports whether wk may spin before parking: the spin rule above.
+// Called from the worker loop when it runs out of items, with the worker
+// not idle.
+func (p *pool) spinOK(wk *worker) bool {
+	if wk.dying || p.dead || !p.mayspin || len(p.cpus) < 2 || p.nrSpinning > 0 ||
+		wk.lastPark >= spinAfterPark || wk.rescuer != nil {
+		return false
+	}
+	if int(spinners.Load()) >= max(1, runtime.GOMAXPROCS(0)/2) {
+		return false
+	}
+	// An unknown queuer CPU (no cheap way to read it here) rules spinning
+	// out: it might be this one.
+	return p.lastQueueCPU >= 0 && sched.GetCPU() != p.lastQueueCPU
+}
+
+// setCounted makes wk count in nrRunning (on) or not, and reports whether
+// that changed anything (worker_set_flags/worker_clr_flags adjusting
+// nr_running). Called from the worker loop, processOne, afterItem and
+// retire, and from the CM monitor (cmSample).
+func (p *pool) setCounted(wk *worker, on bool) bool {
+	if wk.counted == on {
+		return false
+	}
+	wk.counted = on
+	if on {
+		p.nrRunning++
+	} else {
+		p.nrRunning--
+	}
+	return true
+}

@@ -1,0 +1,234 @@
+package wq
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/gowq/wq/internal/sched"
+	"github.com/gowq/wq/wqtrace"
+)
+
+// The queue path: Queue, QueueOn, QueueNode and the locked half of
+// __queue_work that puts an item on a pwq.
+
+// Queue queues w on the pwq of the CPU the caller runs on now (per-CPU
+// queues) or of that CPU's pod (unbound queues). It returns false if w was
+// already pending or is disabled, true if it queued it. It makes no
+// allocation and waits for no item or worker; it takes the pool lock (or
+// pushes lock-free while a worker is between items), and on a contended
+// lock it sleeps until the holder lets go (see "Never blocks" in the
+// package doc). On a destroyed queue it returns false and reports
+// ErrDestroyed (once per queue) to the error handler; QueueErr returns
+// the reason instead. Mirrors queue_work().
+func (q *Workqueue) Queue(w *Work) bool {
+	return q.queueResult("queue_work_on", w, q.queueOnErr(cpuUnbound, w, nil))
+}
+
+// QueueOn queues w on CPU cpu's pwq: for a per-CPU queue the item runs on
+// that CPU (or, if the CPU went offline, on the remaining CPUs); for an
+// unbound queue in that CPU's pod. Returns as Queue; a cpu that does not
+// exist returns false and reports ErrInvalidCPU. Mirrors queue_work_on().
+func (q *Workqueue) QueueOn(cpu int, w *Work) bool {
+	return q.queueResult("queue_work_on", w, q.queueOnChecked(cpu, w))
+}
+
+// queueOnChecked is QueueOn without the report: it checks cpu first.
+func (q *Workqueue) queueOnChecked(cpu int, w *Work) error {
+	if w == nil {
+		return ErrNoFunc
+	}
+	if q.destroyed.Load() {
+		return ErrDestroyed
+	}
+	if cpu < 0 || cpu >= len(q.table.Load().cpu) {
+		return fmt.Errorf("%w: %d", ErrInvalidCPU, cpu)
+	}
+	return q.queueOnErr(cpu, w, nil)
+}
+
+// QueueNode queues w on a CPU of NUMA node node, preferring the caller's
+// CPU when it belongs to the node. Returns as Queue; an unknown node
+// returns false and reports ErrInvalidArgument. Mirrors queue_work_node().
+func (q *Workqueue) QueueNode(node int, w *Work) bool {
+	topo := currentTopology()
+	cpus := nodeCPUs(topo, node)
+	if cpus.IsEmpty() {
+		q.reportError("queue_work_node", w.Func(), fmt.Errorf("%w: node %d has no online CPU", ErrInvalidArgument, node))
+		return false
+	}
+	cpu := currentCPU()
+	if !cpus.Has(cpu) {
+		cpu = cpus.First()
+	}
+	return q.queueOn(cpu, w)
+}
+
+func (q *Workqueue) queueOn(cpu int, w *Work) bool {
+	return q.queueResult("queue_work_on", w, q.queueOnErr(cpu, w, nil))
+}
+
+// queueOnErr is queueOn without the report: nil when it queued w,
+// errPending when w was pending, otherwise the refusal (goapi.go). A
+// non-nil plug holds the wake-up (QueueBatch).
+func (q *Workqueue) queueOnErr(cpu int, w *Work, plug *wakePlug) error {
+	if w == nil || w.fn == nil {
+		return ErrNoFunc
+	}
+	if q.destroyed.Load() {
+		return ErrDestroyed
+	}
+	if err := w.pend(); err != nil {
+		return err
+	}
+	return q.queuePendedErr(cpu, w, false, plug)
+}
+
+// queuePended queues an item whose PENDING the caller owns
+// (__queue_work). It returns false, clearing PENDING, if the queue refuses
+// it (destroyed, or draining and not chained), and reports the refusal.
+func (q *Workqueue) queuePended(reqCPU int, w *Work) bool {
+	return q.queuePendedFrom(reqCPU, w, false)
+}
+
+// queuePendedFrom is queuePended; fromTimer marks an item whose timer
+// fired, which a draining (not destroyed) queue accepts: it was queued
+// before the drain began.
+func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, fromTimer bool) bool {
+	return q.queueResult("queue_work_on", w, q.queuePendedErr(reqCPU, w, fromTimer, nil))
+}
+
+// queuePendedErr is queuePendedFrom without the report: nil when it
+// queued w, otherwise the refusal, with w's PENDING released and the
+// instance cancelled. Every refusal of the queue path is returned from
+// here, never reported here: the bool calls report it (queueResult), the
+// error calls (QueueErr, Go, ...) return it. Reporting after the return
+// also means w is released before the error handler runs: a handler that
+// panics or calls runtime.Goexit must not leave w pending. A non-nil plug
+// holds the pool's wake-up instead of waking at unlock (QueueBatch,
+// batch.go).
+func (q *Workqueue) queuePendedErr(reqCPU int, w *Work, fromTimer bool, plug *wakePlug) error {
+	stamp := stagesOn() // stage timestamps (stages.go)
+	if stamp {
+		w.stampQueue()
+	}
+	if q.destroyed.Load() {
+		w.markCancelled()
+		w.release()
+		return ErrDestroyed
+	}
+	if q.draining.Load() != 0 && !fromTimer && !q.isChained() {
+		w.markCancelled()
+		w.release()
+		if q.destroyed.Load() {
+			return ErrDestroyed
+		}
+		if q.dying.Load() {
+			return errDestroying
+		}
+		return ErrDraining
+	}
+	if !fromTimer {
+		if err := q.refuseElsewhere(w); err != nil {
+			return err // one instance at a time (instances.go)
+		}
+	}
+	if err := q.admit(w, fromTimer); err != nil { // MaxPending (backpressure.go)
+		w.markCancelled()
+		w.release()
+		return err
+	}
+	traced := false
+	for {
+		pq, cpu := q.pickPwq(reqCPU, w)
+		if pq == nil {
+			// Destroy finished after the checks above.
+			w.markCancelled()
+			w.release()
+			return ErrDestroyed
+		}
+		if tr := tracer.Load(); tr != nil && !traced {
+			traced = true
+			target := cpu
+			if pq.pool.key.cpu < 0 {
+				target = -1
+			}
+			// The item is in transit while the tracer runs: a grab from the
+			// tracer itself (on this locked thread) must not wait for it. A
+			// tracer that calls runtime.Goexit: the item, not yet linked, is
+			// released (idle) before the caller's goroutine ends; the item of
+			// a Group or Future is ended with ErrCancelled (cancelGoItem),
+			// since nobody is left to return the refusal to.
+			runtime.LockOSThread()
+			tid := sched.Gettid()
+			w.transit.Store(int32(tid))
+			emit(tr, &wqtrace.Event{Kind: wqtrace.QueueWork, TimeNs: nanotime(), CPU: sched.GetCPU(), TID: tid, Work: w.addr(), Function: w.Func(), Workqueue: q.name, ReqCPU: reqCPU, TargetCPU: target},
+				func() {
+					w.transit.Store(0)
+					runtime.UnlockOSThread()
+					w.markCancelled()
+					w.release()
+					cancelGoItem(w)
+				})
+			w.transit.Store(0)
+			runtime.UnlockOSThread()
+		}
+		if q.tryPush(reqCPU, pq, w) {
+			return nil // a worker between items takes it (incoming.go)
+		}
+		// Locked path; also for an item that tryPush bounced (its pwq
+		// died), which finds the pwq dead below and retries.
+		p := pq.pool
+		p.mu.Lock()
+		if pq.dead {
+			// Retired by an attribute change after we read the table (the
+			// current table has a live pwq), or marked by Destroy.
+			p.mu.Unlock()
+			if q.destroyed.Load() {
+				w.markCancelled()
+				w.release()
+				return ErrDestroyed
+			}
+			runtime.Gosched()
+			continue
+		}
+		if p.key.cpu < 0 {
+			// For the spin rule and the wake_cpu hint (pool.kick): worth
+			// an instruction, not a system call (-1: unknown, no hint).
+			if reqCPU == cpuUnbound || cpu < 0 || cpu >= cpuUnbound {
+				var ok bool
+				if cpu, ok = sched.CheapCPU(); !ok {
+					cpu = -1
+				}
+			}
+			p.lastQueueCPU = cpu
+		}
+		if stamp {
+			w.stampLocked()
+		}
+		scan := pq.insert(w)
+		p.mu.unlockPlugged(plug)
+		if scan {
+			pq.lim.scan(nil)
+		}
+		return nil
+	}
+}
+
+func (q *Workqueue) reportDestroyed(w *Work) {
+	if q.reported.CompareAndSwap(false, true) {
+		q.reportError("queue_work_on", w.Func(), fmt.Errorf("%w: %s", ErrDestroyed, q.name))
+	}
+}
+
+// isChained reports whether the caller is a worker (or the rescuer)
+// executing an item of q (is_chained_work). Costs a gettid and a map
+// lookup; exact, since a worker's tid is registered only while its thread
+// lives.
+func (q *Workqueue) isChained() bool {
+	wk := selfWorker()
+	if wk == nil {
+		return false
+	}
+	pq := wk.curPwq.Load()
+	return pq != nil && pq.wq == q
+}
