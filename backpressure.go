@@ -161,7 +161,8 @@ func (q *Workqueue) reportRefused(op string, w *Work, err error) {
 // or held by a CancelSync: Queue's false, the kernel's dedup), ctx.Err()
 // when ctx ended first (w is then not queued by this call), and the
 // refusal otherwise, without reporting it to the error handler:
-// ErrDestroyed, ErrDraining (from outside q's own items while q drains),
+// ErrDestroyed, ErrDraining (from outside q's own items while q drains;
+// once Destroy began, an error matching both, as QueueErr returns),
 // ErrNoFunc. A ctx that is already done returns ctx.Err() and queues
 // nothing. It blocks only while the queue is full: the wait is a channel
 // closed when an item of q starts or is cancelled, never a poll. On an
@@ -224,12 +225,16 @@ func (q *Workqueue) QueueContext(ctx context.Context, w *Work) error {
 
 // refusal returns the error a queue call from the caller would be
 // refused with now, without the MaxPending check: ErrDestroyed, or
-// ErrDraining from outside q's own items while q drains; nil otherwise.
+// from outside q's own items while q drains ErrDraining (errDestroying,
+// which matches ErrDestroyed too, once Destroy began); nil otherwise.
 func (q *Workqueue) refusal() error {
 	if q.destroyed.Load() {
 		return ErrDestroyed
 	}
 	if q.draining.Load() != 0 && !q.isChained() {
+		if q.dying.Load() {
+			return errDestroying // as queuePendedErr: matches ErrDestroyed too
+		}
 		return ErrDraining
 	}
 	return nil
