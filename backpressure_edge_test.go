@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/wqtrace"
 )
 
 // TestQueueContextRefusalDuringDestroyMatchesQueueErr: while Destroy
@@ -52,4 +53,63 @@ func TestQueueContextRefusalDuringDestroyMatchesQueueErr(t *testing.T) {
 	}
 	b.free()
 	q.Destroy()
+}
+
+// holdEnd is a tracer that holds the worker in execute_end of one work
+// function until released: the item has finished (its flush waiters are
+// released) and its max_active slot is not freed yet.
+type holdEnd struct {
+	fn      string
+	reached chan struct{}
+	release chan struct{}
+}
+
+func (h *holdEnd) Trace(ev *wqtrace.Event) {
+	if ev.Kind == wqtrace.ExecuteEnd && ev.Function == h.fn {
+		close(h.reached)
+		<-h.release
+	}
+}
+
+func finishedItem() {}
+
+// TestStatsPendingExcludesFinishedItem: once an item has finished (its
+// Flush returned), Stats.Pending does not count it as waiting while its
+// worker is still to free its max_active slot. Catches Pending computed
+// from the completion counter (bumped before the flush waiters are
+// released) against nrActive (dropped later, in afterItem): a phantom
+// pending item after Flush, also after a workqueue Flush of keyed items,
+// whose chain colors end at completion.
+func TestStatsPendingExcludesFinishedItem(t *testing.T) {
+	q := allocBounded(t, "bpe-finished", wq.Unbound, 2, 4)
+	w := wq.NewWork(finishedItem)
+	h := &holdEnd{fn: w.Func(), reached: make(chan struct{}), release: make(chan struct{})}
+	wq.SetTracer(h)
+	released := false
+	free := func() {
+		if !released {
+			released = true
+			close(h.release)
+		}
+	}
+	defer wq.SetTracer(nil)
+	defer free()
+	if !q.Queue(w) {
+		t.Fatal("Queue = false")
+	}
+	select {
+	case <-h.reached:
+	case <-time.After(30 * time.Second):
+		t.Fatal("execute_end not traced")
+	}
+	w.Flush()
+	if s := q.Stats(); s.Pending != 0 || q.PendingCount() != 0 {
+		t.Errorf("finished item (Flush returned): Stats.Pending = %d, count = %d; want 0, 0", s.Pending, q.PendingCount())
+	}
+	free()
+	wq.SetTracer(nil)
+	q.Flush()
+	if s := q.Stats(); s.Pending != 0 {
+		t.Errorf("after Flush: Stats.Pending = %d", s.Pending)
+	}
 }
