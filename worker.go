@@ -695,6 +695,7 @@ func (wk *worker) afterItem() {
 		wk.counted = true
 		p.nrRunning++
 	}
+	pq.stats.freed.Add(1) // with the slot, not at completion (backlogStats)
 	if pq.complete(wk.runColor) {
 		p.mu.Unlock()
 		pq.lim.scan(pq)
