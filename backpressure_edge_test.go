@@ -3,6 +3,7 @@ package wq_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -111,5 +112,76 @@ func TestStatsPendingExcludesFinishedItem(t *testing.T) {
 	q.Flush()
 	if s := q.Stats(); s.Pending != 0 {
 		t.Errorf("after Flush: Stats.Pending = %d", s.Pending)
+	}
+}
+
+// TestMaxPendingCountReturnsToZeroUnderMixedRace: producers race every
+// way in and out of the pending state (Queue, QueueKeyed, QueueContext,
+// QueueDelayed and ModDelayed with and without delay, Cancel, CancelSync,
+// CancelPending, Go) on a bounded queue; once everything is flushed, the
+// MaxPending count, Stats.Pending and the room waiters are all 0. Catches
+// a count that drifts on one of those exits.
+func TestMaxPendingCountReturnsToZeroUnderMixedRace(t *testing.T) {
+	captureErrors(t)
+	q := allocBounded(t, "bpe-mixed", wq.Unbound, 2, 8)
+	const producers, rounds = 6, 300
+	ws := make([]*wq.Work, 16)
+	for i := range ws {
+		ws[i] = wq.NewWork(func() {})
+	}
+	dws := make([]*wq.DelayedWork, 8)
+	for i := range dws {
+		dws[i] = wq.NewDelayedWork(func() {})
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range rounds {
+				w := ws[(p*7+i)%len(ws)]
+				dw := dws[(p*3+i)%len(dws)]
+				switch (p + i) % 11 {
+				case 0:
+					q.Queue(w)
+				case 1:
+					q.QueueKeyed(uint64(i%3), w)
+				case 2:
+					ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+					_ = q.QueueContext(ctx, w)
+					cancel()
+				case 3:
+					q.QueueDelayed(dw, time.Duration(i%3)*100*time.Microsecond)
+				case 4:
+					q.ModDelayed(dw, 0)
+				case 5:
+					q.ModDelayed(dw, time.Duration(i%2)*time.Millisecond)
+				case 6:
+					w.Cancel()
+				case 7:
+					dw.CancelSync()
+				case 8:
+					q.CancelPending()
+				case 9:
+					_ = q.Go(func() {})
+				case 10:
+					w.CancelSync()
+				}
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("producers hang")
+	}
+	for _, dw := range dws {
+		dw.Flush()
+	}
+	q.Flush()
+	if c, s, r := q.PendingCount(), q.Stats().Pending, q.RoomWaiters(); c != 0 || s != 0 || r != 0 {
+		t.Errorf("after the race and Flush: count %d, Stats.Pending %d, waiters %d; want 0", c, s, r)
 	}
 }
