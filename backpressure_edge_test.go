@@ -185,3 +185,36 @@ func TestMaxPendingCountReturnsToZeroUnderMixedRace(t *testing.T) {
 		t.Errorf("after the race and Flush: count %d, Stats.Pending %d, waiters %d; want 0", c, s, r)
 	}
 }
+
+// TestQueueContextReturnsOtherQueueRefusal: QueueContext of an item that
+// runs now on another queue returns the queue path's refusal (an error
+// matching ErrOtherQueue), without reporting it, as documented. Catches
+// QueueContext turning every refusal of the queue path into ErrDestroyed
+// and reporting it to the error handler.
+func TestQueueContextReturnsOtherQueueRefusal(t *testing.T) {
+	errs := captureErrors(t)
+	q1, err := wq.Alloc("bpe-other1", wq.Unbound, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q1.Destroy()
+	for _, bound := range []int{0, 4} {
+		q2 := allocBounded(t, "bpe-other2", wq.Unbound, 1, bound)
+		b := newBlocker()
+		q1.Queue(b.w)
+		b.waitStarted(t)
+		before := errs.count(wq.ErrOtherQueue)
+		err := q2.QueueContext(context.Background(), b.w)
+		if !errors.Is(err, wq.ErrOtherQueue) || errors.Is(err, wq.ErrDestroyed) {
+			t.Errorf("MaxPending(%d): QueueContext of an item running on another queue = %v, want ErrOtherQueue", bound, err)
+		}
+		if n := errs.count(wq.ErrOtherQueue) - before; n != 0 {
+			t.Errorf("MaxPending(%d): QueueContext reported its refusal %d times, want 0 (it returns it)", bound, n)
+		}
+		if b.w.Pending() || q2.PendingCount() != 0 {
+			t.Errorf("MaxPending(%d): refused item pending %v, count %d", bound, b.w.Pending(), q2.PendingCount())
+		}
+		b.free()
+		q1.Flush()
+	}
+}
