@@ -163,7 +163,7 @@ func (q *Workqueue) reportRefused(op string, w *Work, err error) {
 // refusal otherwise, without reporting it to the error handler:
 // ErrDestroyed, ErrDraining (from outside q's own items while q drains;
 // once Destroy began, an error matching both, as QueueErr returns),
-// ErrNoFunc. A ctx that is already done returns ctx.Err() and queues
+// ErrOtherQueue (w runs now on another queue), ErrNoFunc. A ctx that is already done returns ctx.Err() and queues
 // nothing. It blocks only while the queue is full: the wait is a channel
 // closed when an item of q starts or is cancelled, never a poll. On an
 // unbounded queue it never blocks. Waiters are woken together and race
@@ -212,15 +212,10 @@ func (q *Workqueue) QueueContext(ctx context.Context, w *Work) error {
 	if q.bp.max > 0 {
 		w.pendQ = q
 	}
-	if q.queuePended(cpuUnbound, w) {
-		return nil
-	}
-	// Refused after the checks above (destroyed or draining meanwhile);
-	// queuePended released w and reported the refusal.
-	if err := q.refusal(); err != nil {
-		return err
-	}
-	return ErrDestroyed
+	// Refused after the checks above (destroyed or draining meanwhile, or
+	// w started on another queue): w is released, and the refusal is
+	// returned, not reported.
+	return q.queuePendedErr(cpuUnbound, w, false, nil)
 }
 
 // refusal returns the error a queue call from the caller would be
