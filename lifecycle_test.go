@@ -84,14 +84,16 @@ func gateLimitChild(settle bool) {
 		}
 	})
 	defer wq.SetErrorHandler(nil)
-	blocker, err := wq.Alloc("gate-block", wq.Unbound, 512)
+	// Thread workers: a default unbound queue is goroutine-backed, and its
+	// blocked items would never need a thread the gate could refuse.
+	blocker, err := wq.Alloc("gate-block", wq.Unbound, 512, wq.Threads())
 	if err != nil {
 		childFail("Alloc: %v", err)
 	}
 	const nReclaim = 16
 	var reclaim []*wq.Workqueue
 	for i := range nReclaim {
-		q, err := wq.Alloc(fmt.Sprintf("gate-reclaim%d", i), wq.Unbound|wq.MemReclaim, 8)
+		q, err := wq.Alloc(fmt.Sprintf("gate-reclaim%d", i), wq.Unbound|wq.MemReclaim, 8, wq.Threads())
 		if err != nil {
 			childFail("Alloc MemReclaim %d: %v", i, err)
 		}
