@@ -3,6 +3,7 @@ package wq_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -50,5 +51,37 @@ func TestCancelPendingEndsGroupAndFuture(t *testing.T) {
 	}
 	if len(ran) != 0 {
 		t.Errorf("%d cancelled functions ran", len(ran))
+	}
+}
+
+// TestDestroyGoexitInErrorHandlerReleasesWaiters: an error handler that
+// calls runtime.Goexit on the destroy's ErrDelayedPending report ends the
+// goroutine that runs the destroy; DestroyContext and a later Destroy
+// still return, and the queue is destroyed. Catches a destroy whose done
+// channel is closed only on a normal return.
+func TestDestroyGoexitInErrorHandlerReleasesWaiters(t *testing.T) {
+	q, err := wq.Alloc("sde-goexit", wq.Unbound, 1, wq.WithErrorHandler(func(op, fn string, err error) {
+		if errors.Is(err, wq.ErrDelayedPending) {
+			runtime.Goexit()
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.QueueDelayed(wq.NewDelayedWork(func() {}), time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := q.DestroyContext(ctx); err != nil {
+		t.Fatalf("DestroyContext = %v, want nil", err)
+	}
+	done := make(chan struct{})
+	go func() { q.Destroy(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("a later Destroy waits forever after the handler's Goexit")
+	}
+	if _, err := q.QueueErr(wq.NewWork(func() {})); !errors.Is(err, wq.ErrDestroyed) {
+		t.Errorf("QueueErr after Destroy = %v, want ErrDestroyed", err)
 	}
 }
