@@ -263,24 +263,25 @@ func (q *Workqueue) unreserve() {
 // It adds nothing to the queue path: the items on q's lists are the
 // max_active counts of q's limits, nrInactive (inactive) plus nrActive
 // (on a worklist, a scheduled list, or running), less the running ones
-// (started - completed). An item counts as added once it is started,
-// waiting, or was unlinked by a grab. The counters are read one after the
-// other without locks: exact when nothing is queued, started or finished
-// during the call, otherwise off by at most those items (a finishing item
-// counts as waiting from its completion until its slot is freed); never
-// below 0.
+// (started - freed: freed counts with the slot, under the same pool lock,
+// because completed counts before flush waiters are released, and an item
+// whose Flush returned must not count as waiting while its worker is still
+// to free its slot). An item counts as added once it is started, waiting,
+// or was unlinked by a grab. The counters are read one after the other
+// without locks: exact when nothing is queued, started or freed during
+// the call, otherwise off by at most those items; never below 0.
 func (q *Workqueue) backlogStats(s *QueueStats, pwqs []*pwq) {
 	s.MaxPending = int(q.bp.max)
-	var started, completed, unlinked, listed int64
+	var started, freed, unlinked, listed int64
 	for _, st := range append([]*pwqStats{&q.retired}, statsOf(pwqs)...) {
-		completed += st.completed.Load()
+		freed += st.freed.Load()
 		started += st.started.Load()
 		unlinked += st.unlinked.Load()
 	}
 	for _, l := range q.lims {
 		listed += int64(l.nrActive.Load()) + int64(l.nrInactive.Load())
 	}
-	waiting := max(listed-(started-completed), 0)
+	waiting := max(listed-(started-freed), 0)
 	s.Pending = waiting + int64(q.chained())
 	s.Adds = started + waiting + unlinked
 }

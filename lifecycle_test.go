@@ -87,6 +87,8 @@ func gateLimitChild(settle bool) {
 		}
 	})
 	defer wq.SetErrorHandler(nil)
+	// Thread workers: a default unbound queue is goroutine-backed, and its
+	// blocked items would never need a thread the gate could refuse.
 	blocker, err := wq.Alloc("gate-block", wq.Unbound, 512, wq.Threads())
 	if err != nil {
 		childFail("Alloc: %v", err)

@@ -32,8 +32,11 @@ const limitChildEnv = "GOWQ_LIMIT_CHILD"
 const limitExtra = 4
 
 // limitUID is the uid of the unprivileged RLIMIT_NPROC children: one no
-// other process uses, since RLIMIT_NPROC counts every task of the user.
-const limitUID = 54330
+// other process uses, since RLIMIT_NPROC counts every task of the user
+// while the gate counts only its own process's threads. It depends on the
+// test process, so that test runs of other checkouts at the same time
+// (each with children at the limit) do not share it.
+var limitUID = uint32(54330 + os.Getpid()%10000)
 
 // threadsOf returns the number of threads of process pid.
 func threadsOf(pid int) (int, error) {

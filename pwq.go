@@ -238,6 +238,7 @@ type pwqStats struct {
 	escaped      atomic.Int64 // ESC: items run off their CPU by the escaper (escape_after)
 	panics       atomic.Int64 // work functions that panicked
 	unlinked     atomic.Int64 // items unlinked from the pwq's lists by a grab or CancelPending (Stats' Adds)
+	freed        atomic.Int64 // started items whose max_active slot was freed after their run (Stats' Pending)
 	latency      latencyHist  // queue-to-start
 	exec         latencyHist  // execution time (start to end)
 	pwait        latencyHist  // thread workers' wait for a P after futex_wait (pwait.go)
@@ -258,6 +259,7 @@ func (s *pwqStats) addFrom(o *pwqStats) {
 	s.escaped.Add(o.escaped.Load())
 	s.panics.Add(o.panics.Load())
 	s.unlinked.Add(o.unlinked.Load())
+	s.freed.Add(o.freed.Load())
 	s.latency.addFrom(&o.latency)
 	s.exec.addFrom(&o.exec)
 	s.pwait.addFrom(&o.pwait)

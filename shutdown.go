@@ -220,7 +220,7 @@ func (pq *pwq) cancelListed() int {
 	for _, w := range taken {
 		w.markCancelled()
 		w.release()
-		cancelGoItem(w) // a Group function or Future ends with ErrCancelled
+		cancelGoItem(w) // a Go item's Group or Future ends with ErrCancelled
 	}
 	return len(taken)
 }

@@ -659,6 +659,7 @@ func (wk *worker) afterItem() {
 	if p.cm && wk.rescuer == nil {
 		p.setCounted(wk, true)
 	}
+	pq.stats.freed.Add(1) // with the slot, not at completion (backlogStats)
 	if pq.complete(wk.runColor) {
 		p.mu.Unlock()
 		pq.lim.scan(pq)
