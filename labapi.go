@@ -144,9 +144,20 @@ type Parker struct{ p sched.Parker }
 
 // Park blocks the calling thread in futex_wait until Unpark is called,
 // or returns at once when an Unpark came since the last Park; it
-// consumes that token. While it sleeps the Go runtime gives the thread's
-// P to other goroutines.
-func (p *Parker) Park() { p.p.Park() }
+// consumes that token. As a worker does when it parks, it hands the
+// thread's P back to the runtime first when goroutines may be runnable on
+// it (a goroutine-backed worker the caller just woke sits in its P's
+// runnext): they then run at once on another thread instead of waiting
+// for sysmon to retake the P (20 us to 10 ms). Otherwise the thread keeps
+// its P in the system-call state, and the runtime gives it to other
+// goroutines only when sysmon retakes it.
+func (p *Parker) Park() {
+	if sched.RunnableBehind() {
+		p.p.ParkHandOff()
+		return
+	}
+	p.p.Park()
+}
 
 // Unpark wakes the thread in Park, or lets the next Park return at once.
 // It never blocks.

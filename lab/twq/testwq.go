@@ -171,7 +171,10 @@ func RunTestWorkqueue(ctx context.Context, o TestWorkqueueOptions) (*TWQResult, 
 	}
 	cpus := online[:n]
 	res := &TWQResult{Online: online}
-	q, err := wq.Alloc("bench_wq", wq.Unbound, 0)
+	// Thread workers, as the kernel's kworkers: a goroutine-backed queue
+	// (what default attributes give) has one pool whatever the scope, so
+	// the scopes would not differ.
+	q, err := wq.Alloc("bench_wq", wq.Unbound, 0, wq.Threads())
 	if err != nil {
 		return nil, err
 	}
