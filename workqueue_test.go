@@ -598,11 +598,25 @@ func TestOrderedAcrossAttrChanges(t *testing.T) {
 		t.Error("no pools")
 	}
 	// Retired pwqs that still held items at the last change are released
-	// by the next one, now that everything has run.
-	if err := q.SetAttr("cpumask", "3"); err != nil {
-		t.Fatal(err)
-	}
-	if live := q.NumPwqs(); live > 1 {
-		t.Errorf("%d pwqs still held after %d attribute changes; retired ones must be released", live, changes.Load())
+	// by the next change, now that everything has run. Flush returns when
+	// the last item completed, a moment before its worker drops the pwq's
+	// in-flight count, so changes are made until then (a write of the value
+	// in force is no change: each round writes both masks).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		for _, m := range []string{"1", "3"} {
+			if err := q.SetAttr("cpumask", m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		live := q.NumPwqs()
+		if live <= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%d pwqs still held after %d attribute changes; retired ones must be released", live, changes.Load())
+			break
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
