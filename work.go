@@ -583,21 +583,7 @@ func (w *Work) cancelSync(op string, disable bool) bool {
 // ErrDeadlock once it no longer holds the item). Called while holding the
 // item, so no new instance can start.
 func (w *Work) waitRunning() (deadlock bool) {
-	w.mu.Lock()
-	if w.running == 0 {
-		w.mu.Unlock()
-		return false
-	}
-	if w.selfRunning() {
-		w.mu.Unlock()
-		return true
-	}
-	ch := w.waiterLocked(w.runSeq)
-	w.mu.Unlock()
-	if ch != nil {
-		<-ch
-	}
-	return false
+	return w.waitRunningContext(context.Background()) == ErrDeadlock
 }
 
 // Disable increments the item's disable count and cancels it like Cancel.

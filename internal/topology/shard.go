@@ -45,13 +45,7 @@ func (t *Topology) WithCacheShardSize(n int) (*Topology, error) {
 // shard; 36 cores at 8 give 8+7+7+7+7, 44 give 8+8+7+7+7+7.
 func (t *Topology) computeShards() {
 	n := len(t.podIdx[ScopeCache])
-	idx := make([]int32, n)
-	for i := range idx {
-		idx[i] = -1
-	}
 	type shardKey struct{ llc, shard int }
-	byKey := map[shardKey]int{}
-	var members [][]int
 	// shardOfCore maps an SMT pod index to its shard within its LLC.
 	shardOfCore := map[int32]int{}
 	for _, llc := range t.pods[ScopeCache] {
@@ -78,22 +72,8 @@ func (t *Topology) computeShards() {
 			inShard++
 		}
 	}
-	// Walking Online in increasing order creates the pods in the order
-	// of their first CPU, as for the other scopes.
-	for c := range t.Online.All() {
-		k := shardKey{int(t.podIdx[ScopeCache][c]), shardOfCore[t.podIdx[ScopeSMT][c]]}
-		p, ok := byKey[k]
-		if !ok {
-			p = len(members)
-			byKey[k] = p
-			members = append(members, nil)
-		}
-		members[p] = append(members[p], c)
-		idx[c] = int32(p)
-	}
-	pods := make([]CPUSet, len(members))
-	for i, m := range members {
-		pods[i] = NewCPUSet(m...)
-	}
+	pods, idx := groupPods(t.Online, n, func(c int) shardKey {
+		return shardKey{int(t.podIdx[ScopeCache][c]), shardOfCore[t.podIdx[ScopeSMT][c]]}
+	})
 	t.pods[ScopeCacheShard], t.podIdx[ScopeCacheShard] = pods, idx
 }

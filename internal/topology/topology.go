@@ -76,30 +76,7 @@ func newTopology(online, possible CPUSet, coreOf, llcOf, nodeOf func(int) int) *
 		if sc == ScopeCacheShard {
 			continue // cut from the SMT and cache pods below
 		}
-		idx := make([]int32, n)
-		for i := range idx {
-			idx[i] = -1
-		}
-		byKey := map[int]int{}
-		var members [][]int
-		// Walking online in increasing order creates the pods in the
-		// order of their first CPU, which is the documented sort order.
-		for c := range online.All() {
-			k := keys[sc](c)
-			p, ok := byKey[k]
-			if !ok {
-				p = len(members)
-				byKey[k] = p
-				members = append(members, nil)
-			}
-			members[p] = append(members[p], c)
-			idx[c] = int32(p)
-		}
-		pods := make([]CPUSet, len(members))
-		for i, m := range members {
-			pods[i] = NewCPUSet(m...)
-		}
-		t.pods[sc], t.podIdx[sc] = pods, idx
+		t.pods[sc], t.podIdx[sc] = groupPods(online, n, keys[sc])
 	}
 	byNode := map[int][]int{}
 	for c := range online.All() {
@@ -206,4 +183,34 @@ func (t *Topology) String() string {
 	}
 	return fmt.Sprintf("online=%s possible=%s smt=[%s] cache=[%s] numa=[%s]",
 		t.Online, t.Possible, pods(ScopeSMT), pods(ScopeCache), strings.Join(nodes, " "))
+}
+
+// groupPods groups the online CPUs into pods by key: CPUs with equal keys
+// share a pod. Walking online in increasing order creates the pods in the
+// order of their first CPU, which is the documented sort order. It
+// returns the pods and, for each of the n CPU ids, its pod's index (-1
+// for a CPU not online).
+func groupPods[K comparable](online CPUSet, n int, key func(int) K) ([]CPUSet, []int32) {
+	idx := make([]int32, n)
+	for i := range idx {
+		idx[i] = -1
+	}
+	byKey := map[K]int{}
+	var members [][]int
+	for c := range online.All() {
+		k := key(c)
+		p, ok := byKey[k]
+		if !ok {
+			p = len(members)
+			byKey[k] = p
+			members = append(members, nil)
+		}
+		members[p] = append(members[p], c)
+		idx[c] = int32(p)
+	}
+	pods := make([]CPUSet, len(members))
+	for i, m := range members {
+		pods[i] = NewCPUSet(m...)
+	}
+	return pods, idx
 }

@@ -1,15 +1,11 @@
 package plot
 
 import (
-	"bytes"
 	"fmt"
 	"image/color"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 
 	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -40,17 +36,7 @@ type Bars struct {
 
 // Write draws the chart to path in the format of its extension, as
 // CDF.Write does; errors as CDF.Write.
-func (b Bars) Write(path string) error {
-	format := strings.TrimPrefix(strings.ToLower(filepath.Ext(path)), ".")
-	var buf bytes.Buffer
-	if err := b.Render(&buf, format); err != nil {
-		return fmt.Errorf("plot: rendering %s: %w", path, err)
-	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("plot: writing %s: %w", path, err)
-	}
-	return nil
-}
+func (b Bars) Write(path string) error { return writeFile(path, b.Render) }
 
 // Render draws the chart to w in format ("svg", "png", "pdf" or
 // "eps"). It returns ErrNoData when no bar has a positive value,

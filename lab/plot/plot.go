@@ -82,7 +82,12 @@ const TailMin = 1e-4
 // is left, ErrBadSeries for a malformed series, ErrFormat for an unknown
 // extension, or the error of writing the file. It blocks while it renders
 // and writes (tens of ms).
-func (c CDF) Write(path string) error {
+func (c CDF) Write(path string) error { return writeFile(path, c.Render) }
+
+// writeFile renders to path in the format its extension names, for Write
+// of a CDF or of Bars: ErrFormat for an unknown extension, render's error,
+// or the error of writing the file.
+func writeFile(path string, render func(io.Writer, string) error) error {
 	format := strings.TrimPrefix(strings.ToLower(filepath.Ext(path)), ".")
 	switch format {
 	case "svg", "png", "pdf", "eps":
@@ -90,7 +95,7 @@ func (c CDF) Write(path string) error {
 		return fmt.Errorf("%w: %q (want .svg, .png, .pdf or .eps)", ErrFormat, path)
 	}
 	var buf bytes.Buffer
-	if err := c.Render(&buf, format); err != nil {
+	if err := render(&buf, format); err != nil {
 		return fmt.Errorf("plot: rendering %s: %w", path, err)
 	}
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
