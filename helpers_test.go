@@ -395,6 +395,7 @@ var limitKinds = []struct {
 // above the margin beyond the threads it has (a process may always lower
 // its own limits).
 func childReady() {
+	settleThreads()
 	fmt.Println("READY")
 	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
 	if os.Getenv("GOWQ_LIMIT_NAME") == "RLIMIT_NPROC" {
@@ -407,6 +408,31 @@ func childReady() {
 			childFail("setrlimit(RLIMIT_NPROC, %d): %v", lim, err)
 		}
 	}
+}
+
+// settleThreads waits until every thread the child asked for exists:
+// no creation admitted by the thread gate is still waiting for its
+// thread, and the thread count has not changed for 100 ms (the runtime
+// creates the Ms that replace the ones locked goroutines took). A limit
+// computed from a count read earlier would miss those threads and sit
+// below what the child already needs, which no gate can prevent.
+func settleThreads() {
+	deadline := time.Now().Add(20 * time.Second)
+	last, since := -1, time.Now()
+	for time.Now().Before(deadline) {
+		n, err := threadsOf(os.Getpid())
+		if err != nil {
+			childFail("%v", err)
+		}
+		if n != last || sched.GateStarting() != 0 {
+			last, since = n, time.Now()
+		} else if time.Since(since) >= 100*time.Millisecond {
+			fmt.Printf("threads at READY: %d\n", n)
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	childFail("the thread count did not settle (last %d, %d creations starting)", last, sched.GateStarting())
 }
 
 // head returns the first n lines of s.

@@ -112,6 +112,16 @@ func CheckThreads() error {
 	return checkLocked()
 }
 
+// GateStarting returns how many creations the gate allowed whose
+// goroutine does not hold its own thread yet (for tests: a thread count
+// read while it is above zero misses those threads). Blocks for other
+// creations' readings; safe from any goroutine.
+func GateStarting() int {
+	gate.mu.Lock()
+	defer gate.mu.Unlock()
+	return gate.starting
+}
+
 // GateRefusals returns how many creations and checks the gate has refused
 // since the process started (for tests and diagnostics).
 func GateRefusals() uint64 { return gate.refused.Load() }

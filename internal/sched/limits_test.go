@@ -346,7 +346,8 @@ func TestThreadLimitsRealCgroup(t *testing.T) {
 	})
 	t.Run("RLIMIT_NPROC", func(t *testing.T) {
 		// A copy of the binary that any user may run, as an otherwise
-		// unused uid, so that no other process counts against its limit.
+		// unused uid (nprocUID), so that no other process counts against
+		// its limit.
 		cmd, _ := testutil.NobodyCommand(t, nil)
 		prlimit, err := exec.LookPath("prlimit")
 		if err != nil {
@@ -354,7 +355,7 @@ func TestThreadLimitsRealCgroup(t *testing.T) {
 		}
 		cmd.Args = []string{"prlimit", "--nproc=300", cmd.Path, "-test.run=^TestThreadLimitsRealCgroup$"}
 		cmd.Path = prlimit
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 54329, Gid: 54329}
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: nprocUID, Gid: nprocUID}
 		out := run(t, cmd)
 		if !strings.Contains(out, `"RLIMIT_NPROC" 300 `) {
 			t.Errorf("unprivileged child with RLIMIT_NPROC 300 did not report it:\n%s", out)
@@ -366,3 +367,10 @@ func TestThreadLimitsRealCgroup(t *testing.T) {
 		}
 	})
 }
+
+// nprocUID is the uid of the RLIMIT_NPROC child: RLIMIT_NPROC counts every
+// task of the user, so it is one no other process uses. It depends on the
+// test process, so that test runs of other checkouts at the same time do
+// not share it, and its range (64330-74329) is not the root package's
+// (54330-64329).
+var nprocUID = uint32(64330 + os.Getpid()%10000)
