@@ -381,36 +381,7 @@ func TestMaxPendingLeavesOnRearmAndCancelSync(t *testing.T) {
 func BenchmarkQueueMaxPending(b *testing.B) {
 	for _, n := range []int{0, 1 << 17} {
 		b.Run(map[int]string{0: "unbounded", 1 << 17: "bounded"}[n], func(b *testing.B) {
-			q, err := wq.Alloc("bp_bench_frozen", wq.PerCPU|wq.Freezable, 0, wq.MaxPending(n))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer q.Destroy()
-			const chunk = 1 << 16
-			items := make([]*wq.Work, chunk)
-			for i := range items {
-				items[i] = wq.NewWork(func() {})
-			}
-			cancelAll := func() {
-				for _, w := range items {
-					w.Cancel()
-				}
-			}
-			wq.FreezeAll()
-			defer wq.ThawAll()
-			defer cancelAll()
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := range b.N {
-				if i%chunk == 0 && i > 0 {
-					b.StopTimer()
-					cancelAll()
-					b.StartTimer()
-				}
-				if !q.QueueOn(0, items[i%chunk]) {
-					b.Fatal("QueueOn of an idle item returned false")
-				}
-			}
+			benchQueueOnly(b, wq.MaxPending(n))
 		})
 	}
 }

@@ -543,9 +543,9 @@ func benchQueueRoundTrip(b *testing.B) {
 // tracepoint): items are queued on a frozen Freezable queue, so they wait
 // on the inactive list and no worker is woken; every 65536 items they are
 // cancelled (Cancel takes them off the inactive list) with the timer
-// stopped.
-func benchQueueOnly(b *testing.B) {
-	q, err := wq.Alloc("obs_bench_frozen", wq.PerCPU|wq.Freezable, 0)
+// stopped. opts are given to Alloc.
+func benchQueueOnly(b *testing.B, opts ...wq.Option) {
+	q, err := wq.Alloc("obs_bench_frozen", wq.PerCPU|wq.Freezable, 0, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -205,7 +205,7 @@ func TestStagesRecorderPanic(t *testing.T) {
 func BenchmarkQueueStages(b *testing.B) {
 	wq.SetStageRecorder(func(*wq.Stages) {})
 	defer wq.SetStageRecorder(nil)
-	b.Run("queue", benchQueueOnly)
+	b.Run("queue", func(b *testing.B) { benchQueueOnly(b) })
 	b.Run("roundtrip", benchQueueRoundTrip)
 }
 

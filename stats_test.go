@@ -473,7 +473,7 @@ func benchWithTracer(b *testing.B, tr wqtrace.Tracer) {
 		wq.SetTracer(tr)
 		defer wq.SetTracer(nil)
 	}
-	b.Run("queue", benchQueueOnly)
+	b.Run("queue", func(b *testing.B) { benchQueueOnly(b) })
 	b.Run("roundtrip", benchQueueRoundTrip)
 }
 
