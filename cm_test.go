@@ -170,7 +170,10 @@ func TestCPUIntensiveDetection(t *testing.T) {
 // the first counts overlaps, the second would hang without the mechanism
 // (bounded by a 30 s failure).
 func TestUnboundConcurrencyManaged(t *testing.T) {
-	q := mustAlloc(t, "ub-cm", wq.Unbound, 0)
+	// Thread workers: a queue at the process's own nice (19 below, in a
+	// niced unprivileged process) would be goroutine-backed, and those
+	// pools have no concurrency management.
+	q := mustAlloc(t, "ub-cm", wq.Unbound, 0, wq.Threads())
 	if err := q.SetAffinityScope(wq.ScopeSystem); err != nil {
 		t.Fatal(err)
 	}
