@@ -399,6 +399,25 @@ const goBenchChunk = 256
 
 func nop() {}
 
+// benchGoCalls runs call b.N times with allocations reported, waiting
+// for q with the timer stopped every goBenchChunk calls and at the end.
+func benchGoCalls(b *testing.B, q *wq.Workqueue, call func() error) {
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if i%goBenchChunk == 0 && i > 0 {
+			b.StopTimer()
+			q.Flush()
+			b.StartTimer()
+		}
+		if err := call(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	q.Flush()
+}
+
 // BenchmarkGo measures Go of a function with no captured variables (no
 // closure to allocate): the cost of the submit path alone, and its
 // allocations (0 once the free list is warm). Compare with
@@ -409,20 +428,7 @@ func BenchmarkGo(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer q.Destroy()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
-		if i%goBenchChunk == 0 && i > 0 {
-			b.StopTimer()
-			q.Flush()
-			b.StartTimer()
-		}
-		if err := q.Go(nop); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
-	q.Flush()
+	benchGoCalls(b, q, func() error { return q.Go(nop) })
 }
 
 // BenchmarkGoContext is BenchmarkGo for GoContext with a context that
@@ -435,20 +441,7 @@ func BenchmarkGoContext(b *testing.B) {
 	defer q.Destroy()
 	ctx := pprof.WithLabels(context.Background(), pprof.Labels("k", "v"))
 	fn := func(context.Context) {}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
-		if i%goBenchChunk == 0 && i > 0 {
-			b.StopTimer()
-			q.Flush()
-			b.StartTimer()
-		}
-		if err := q.GoContext(ctx, fn); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
-	q.Flush()
+	benchGoCalls(b, q, func() error { return q.GoContext(ctx, fn) })
 }
 
 // BenchmarkGroupGo measures Group.Go (no limit) and its allocations.
@@ -485,18 +478,7 @@ func BenchmarkSubmit(b *testing.B) {
 	defer q.Destroy()
 	ctx := context.Background()
 	fn := func(context.Context) (int, error) { return 1, nil }
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
-		if i%goBenchChunk == 0 && i > 0 {
-			b.StopTimer()
-			q.Flush()
-			b.StartTimer()
-		}
-		_ = wq.Submit(q, ctx, fn)
-	}
-	b.StopTimer()
-	q.Flush()
+	benchGoCalls(b, q, func() error { _ = wq.Submit(q, ctx, fn); return nil })
 }
 
 // TestGoItemDisabledByRecorderNotReused catches a Go item recycled onto
