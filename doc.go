@@ -1,5 +1,6 @@
 // Package wq brings the Linux kernel's concurrency-managed workqueues
-// (cmwq, kernel/workqueue.c) to Go, on real OS threads, with the real-time
+// (cmwq, kernel/workqueue.c) to Go, on real OS threads wherever a worker's
+// policy, nice or CPUs matter (goroutines otherwise), with the real-time
 // worker classes proposed on the kernel mailing lists for latency-critical
 // I/O post-processing.
 //
