@@ -124,15 +124,8 @@ func applyThroughputMargin(s *ScenarioResult, rounds roundFigures) {
 	maxAllocs := 0.0
 	for i := range s.Rows {
 		r := &s.Rows[i]
-		if r.Kind != KindGowq || r.Throughput == nil {
-			continue
-		}
-		goal := 1.0
-		switch r.Class {
-		case ClassRT:
-			goal = 0.5
-		case ClassNormal:
-		default:
+		goal, cpu, ok := throughputGoal(r)
+		if !ok {
 			continue
 		}
 		maxAllocs = max(maxAllocs, r.Throughput.AllocsPerItem)
@@ -157,6 +150,14 @@ func applyThroughputMargin(s *ScenarioResult, rounds roundFigures) {
 			mark, undecided = "not decided", true
 		}
 		parts = append(parts, fmt.Sprintf("%s %.2fx, rounds %.2fx-%.2fx (goal %.1fx: %s)", r.Label, r.Throughput.VsAnts, lo, hi, goal, mark))
+		if ar := s.Row("ants"); ar != nil && ar.Throughput != nil {
+			// CPU per item is judged on the whole run: it is a sum over
+			// the process, not a race between rows.
+			if t, met := cpuGoalText(r, ar, cpu); t != "" {
+				parts = append(parts, t)
+				all = all && met
+			}
+		}
 	}
 	if len(parts) == 0 {
 		return

@@ -99,3 +99,54 @@ func TestThroughputVerdict(t *testing.T) {
 		t.Errorf("decided without ants: %+v", v)
 	}
 }
+
+// TestThroughputCPUGoals: the default queue (normal unbound) is held to at
+// most 1.5x ants' CPU per item and the batched RT rows to 1.0x ants'
+// items/s with at most 2x its CPU, in the whole-run verdict and in the
+// per-round one (a verdict that judged batched rows by the unbatched RT
+// goal, or dropped the CPU goals, fails).
+func TestThroughputCPUGoals(t *testing.T) {
+	mk := func(id string, vs, cpu float64) Row {
+		c, _ := configByID(id)
+		return Row{ID: id, Label: c.Label, Kind: c.Kind, Class: c.Class, Batch: c.Batch, Items: 10,
+			Throughput: &BackToBack{Items: 100, ItemsPerSec: vs * 1e6, CPUSecPerMItems: cpu, VsAnts: vs}}
+	}
+	s := &ScenarioResult{Name: Throughput, Rows: []Row{
+		mk("normal-unbound", 1.1, 1.6), mk("rt-percpu-batch", 0.8, 1.5), mk("ants", 1, 1),
+	}}
+	v := throughputVerdict(s)
+	for _, want := range []string{"normal unbound CPU per item 1.60x ants' (goal 1.5x: NOT met)",
+		"RT per-CPU, batches of 64 0.80x (goal 1.0x: NOT met)", "RT per-CPU, batches of 64 CPU per item 1.50x ants' (goal 2.0x: met)"} {
+		if !strings.Contains(v.Text, want) {
+			t.Errorf("verdict lacks %q: %s", want, v.Text)
+		}
+	}
+	if v.RTWins {
+		t.Errorf("goals not met, verdict %+v", v)
+	}
+	rounds := roundFigures{}
+	for range minRounds {
+		for _, r := range s.Rows {
+			rr := r
+			tp := *r.Throughput
+			rr.Throughput = &tp
+			rounds[r.ID] = append(rounds[r.ID], rr)
+		}
+	}
+	s.Rows[0].Throughput.CPUSecPerMItems = 1.2
+	s.Rows[1].Throughput.VsAnts, s.Rows[1].Throughput.ItemsPerSec = 1.2, 1.2e6
+	for k := range rounds["rt-percpu-batch"] {
+		rounds["rt-percpu-batch"][k].Throughput.ItemsPerSec = 1.2e6
+	}
+	s.Verdict = throughputVerdict(s)
+	applyThroughputMargin(s, rounds)
+	for _, want := range []string{"normal unbound CPU per item 1.20x ants' (goal 1.5x: met)",
+		"RT per-CPU, batches of 64 1.20x, rounds 1.20x-1.20x (goal 1.0x: met)"} {
+		if !strings.Contains(s.Verdict.Text, want) {
+			t.Errorf("round verdict lacks %q: %s", want, s.Verdict.Text)
+		}
+	}
+	if !s.Verdict.RTWins {
+		t.Errorf("every goal met, round verdict %+v", s.Verdict)
+	}
+}
