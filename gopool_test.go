@@ -341,9 +341,48 @@ func BenchmarkRingUnbound(b *testing.B) {
 			for i, queued := 0, 0; queued < b.N; i++ {
 				if q.Queue(ring[i%len(ring)]) {
 					queued++
+				} else {
+					runtime.Gosched() // as the lab's producer: the ring's next item is pending
 				}
 			}
 			q.Flush()
 		})
+	}
+}
+
+// Goroutine workers never take items lock-free (docs/design.md, "The wake
+// path"): every queue call of a goroutine-backed queue takes the pool
+// lock, so Stats().Pushed stays 0 through a back-to-back ring. Catches a
+// goroutine worker counted as a scanner, whose bookkeeping costs more
+// than the lock it saves.
+func TestGoroutineWorkersTakeNoPushedItems(t *testing.T) {
+	defer wq.ForceThreads(false)()
+	q, err := wq.Alloc("gp-nopush", wq.Unbound, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Destroy()
+	if !q.GoroutineBacked() {
+		t.Fatal("GoroutineBacked() = false for a default queue")
+	}
+	var n atomic.Int64
+	ring := make([]*wq.Work, 64)
+	for i := range ring {
+		ring[i] = wq.NewWork(func() { n.Add(1) })
+	}
+	const items = 20000
+	for i, queued := 0, 0; queued < items; i++ {
+		if q.Queue(ring[i%len(ring)]) {
+			queued++
+		} else {
+			runtime.Gosched()
+		}
+	}
+	q.Flush()
+	if got := n.Load(); got != items {
+		t.Fatalf("%d items ran, want %d", got, items)
+	}
+	if st := q.Stats(); st.Pushed != 0 {
+		t.Errorf("Stats().Pushed = %d on a goroutine-backed queue, want 0", st.Pushed)
 	}
 }

@@ -153,11 +153,17 @@ func (pq *pwq) setDead(d bool) {
 
 // Scanner bookkeeping of a worker (pool.scanners). A worker is a scanner
 // from its wake-up to the start of its next work function or its park,
-// and from the end of a work function likewise. Rescuers are not.
+// and from the end of a work function likewise. Rescuers are not, and
+// neither are goroutine workers (gopool.go): their pool lock is a
+// sync.Mutex, whose contended path is a goroutine hand-off rather than a
+// futex sleep, so the push saves little, and the scanner's own
+// bookkeeping (a counter shared with the queuer, a lock round to drain
+// before each work function) cost a quarter of a back-to-back item
+// (docs/decisions.md, "Goroutine workers do not scan").
 
 // scanOn makes wk a scanner. On the worker's goroutine, no lock needed.
 func (wk *worker) scanOn() {
-	if !wk.scanning && wk.rescuer == nil {
+	if !wk.scanning && wk.rescuer == nil && wk.gch == nil {
 		wk.scanning = true
 		wk.pool.scanners.Add(1)
 	}

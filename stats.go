@@ -29,8 +29,8 @@ type QueueStats struct {
 	// lock and no wake-up (a gowq fast path; docs/design.md, "The wake
 	// path"); Bounced those whose pwq was retired under the push, which
 	// then queued the item the locked way. Ordered queues, queues with
-	// escape_after, a queue that drains and every queue while a tracer is
-	// set never take that path.
+	// escape_after, goroutine-backed queues, a queue that drains and
+	// every queue while a tracer is set never take that path.
 	Pushed, Bounced int64
 
 	// ESC: items of a per-CPU queue with escape_after that ran on another
