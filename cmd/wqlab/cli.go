@@ -50,6 +50,7 @@ type runFlags struct {
 	noProgress bool
 	list       bool
 	kernel     bool
+	tputLoad   bool
 }
 
 func (f *runFlags) register(fs *pflag.FlagSet) {
@@ -72,6 +73,7 @@ func (f *runFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.plotFormat, "plot-format", "svg", "plot file format: svg, png or pdf")
 	fs.BoolVar(&f.noProgress, "no-progress", false, "no progress bars (they are off anyway when stderr is not a terminal)")
 	fs.BoolVar(&f.list, "list", false, "list the scenarios and their configurations, then exit")
+	fs.BoolVar(&f.tputLoad, "throughput-load", false, "run the throughput table under the --antagonist load too (by default it runs with none)")
 	fs.BoolVar(&f.kernel, "kernel", false, "also record the kernel's own kworkers through tracefs (needs root) and show the busiest workqueues as rows")
 }
 
@@ -94,6 +96,8 @@ func (f *runFlags) options() (scenario.Options, error) {
 		VerityDir:   f.verityDir,
 		ErofsSource: f.erofsSrc,
 		Kernel:      f.kernel,
+
+		ThroughputLoad: f.tputLoad,
 	}
 	return o, o.Validate()
 }
@@ -314,7 +318,11 @@ func header(m scenario.Machine, o scenario.Options) string {
 		b.WriteString("(--quick: few rounds, so the verdicts are indicative only; run without --quick to decide)\n")
 	}
 	if strings.Contains(","+sc+",", ","+scenario.Throughput+",") {
-		b.WriteString("(throughput is count-based and runs with no antagonist: --duration and --antagonist do not apply to it)\n")
+		if o.ThroughputLoad {
+			b.WriteString("(throughput is count-based: --duration does not apply to it; --throughput-load: it runs under the antagonist)\n")
+		} else {
+			b.WriteString("(throughput is count-based and runs with no antagonist: --duration and --antagonist do not apply to it, unless --throughput-load)\n")
+		}
 	}
 	return b.String()
 }

@@ -12,6 +12,15 @@ const (
 	loadNone    = driver.LoadNone    // no antagonist (throughput)
 )
 
+// loadOf returns the load scenario def runs under: its own, except that
+// the throughput table runs under the burners with Options.ThroughputLoad.
+func (p *plan) loadOf(def *scenarioDef) driver.LoadKind {
+	if def.name == Throughput && p.tputLoad {
+		return loadBurners
+	}
+	return def.load
+}
+
 // newLoads returns the load manager of a run.
 func newLoads(p *plan, nice20 bool, logf func(string, ...any)) *driver.Loads {
 	return &driver.Loads{

@@ -106,6 +106,9 @@ type Options struct {
 	// KernelTracefs is the tracefs directory for Kernel; "" means the
 	// system's, mounted at /sys/kernel/tracing for the run when needed.
 	KernelTracefs string
+	// ThroughputLoad runs the throughput table under the Antagonist load
+	// (the cpuio burners by default) instead of with no antagonist.
+	ThroughputLoad bool
 }
 
 // Phase is the stage of a scenario a Progress reports.
@@ -140,6 +143,7 @@ type plan struct {
 	erofsBytes int64
 	kernel     bool   // Options.Kernel
 	kernelFS   string // Options.KernelTracefs
+	tputLoad   bool   // Options.ThroughputLoad
 }
 
 // Validate checks the options without running anything. It returns an
@@ -151,7 +155,7 @@ func (o Options) Validate() error {
 }
 
 func (o Options) plan() (*plan, error) {
-	p := &plan{quick: o.Quick, verityDir: o.VerityDir, erofsSrc: o.ErofsSource, kernel: o.Kernel, kernelFS: o.KernelTracefs}
+	p := &plan{quick: o.Quick, verityDir: o.VerityDir, erofsSrc: o.ErofsSource, kernel: o.Kernel, kernelFS: o.KernelTracefs, tputLoad: o.ThroughputLoad}
 	for _, item := range o.Scenarios {
 		for _, s := range strings.Split(item, ",") {
 			s = strings.ToLower(strings.TrimSpace(s))

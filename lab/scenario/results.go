@@ -36,6 +36,9 @@ type Settings struct {
 	ErofsBytes  int64    `json:"erofs_bytes"`
 	Interleaved bool     `json:"interleaved"`      // always true: configurations alternate in short slices
 	Kernel      bool     `json:"kernel,omitempty"` // the kernel's kworkers were recorded too (Options.Kernel)
+	// ThroughputLoad: the throughput table ran under the antagonist
+	// (Options.ThroughputLoad), not with none.
+	ThroughputLoad bool `json:"throughput_load,omitempty"`
 }
 
 // Machine holds the facts about the machine the numbers came from.

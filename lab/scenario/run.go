@@ -41,7 +41,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		Settings: Settings{
 			Scenarios: p.scenarios, Configs: o.Configs, DurationNs: int64(p.duration), Quick: p.quick,
 			Antagonist: p.antagonist, VeritySize: p.veritySize, ErofsBytes: p.erofsBytes, Interleaved: true,
-			Kernel: p.kernel,
+			Kernel: p.kernel, ThroughputLoad: p.tputLoad,
 		},
 	}
 	logPrivileges(res.Machine.Privileges, p, logf)
@@ -77,7 +77,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 			sr = ScenarioResult{Name: name, Title: def.title, Seeds: def.seeds, Description: def.desc,
 				Default: def.dflt, Skipped: true, SkipReason: "cannot prepare data: " + err.Error()}
 		} else {
-			lm.Ensure(def.load, 0)
+			lm.Ensure(p.loadOf(def), 0)
 			sr = runScenario(ctx, o, p, def, works[name], lm, logf)
 		}
 		res.Scenarios = append(res.Scenarios, sr)

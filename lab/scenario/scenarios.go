@@ -226,8 +226,8 @@ var scenarioDefs = []*scenarioDef{
 	},
 	{
 		name:  Throughput,
-		title: "common case: idle wake-up and back-to-back throughput of empty items, with no antagonist",
-		desc: "One producer goroutine, no antagonist (the load line says how busy the machine was). Idle: one item every 200 us, " +
+		title: "common case: idle wake-up and back-to-back throughput of empty items",
+		desc: "One producer goroutine, no antagonist unless --throughput-load (the load line says which, and how busy the machine was). Idle: one item every 200 us, " +
 			"so that the worker is idle when it is queued, queue->start. Throughput: empty items " +
 			"queued back to back through a ring of 64 work items, items/s from the first queue to the last item's run, " +
 			"with allocations and process CPU time per item.",

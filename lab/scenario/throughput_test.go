@@ -150,3 +150,25 @@ func TestThroughputCPUGoals(t *testing.T) {
 		t.Errorf("every goal met, round verdict %+v", s.Verdict)
 	}
 }
+
+// TestThroughputLoadOption: Options.ThroughputLoad puts the throughput
+// table (only) under the burners. Catches
+// an option that is parsed but never reaches the load manager.
+func TestThroughputLoadOption(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		p, err := Options{Scenarios: []string{Throughput}, ThroughputLoad: on}.plan()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := loadNone
+		if on {
+			want = loadBurners
+		}
+		if got := p.loadOf(defOf(Throughput)); got != want {
+			t.Errorf("ThroughputLoad %v: throughput load %q, want %q", on, got, want)
+		}
+		if got := p.loadOf(defOf(Submit)); got != defOf(Submit).load {
+			t.Errorf("ThroughputLoad %v changed the submit scenario's load to %q", on, got)
+		}
+	}
+}
