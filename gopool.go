@@ -50,7 +50,7 @@ func init() {
 
 // gworkers maps the goroutine id of every live goroutine worker to it,
 // for selfWorker. nGoWorkers counts them, so that a caller that is no
-// worker pays the goroutine-id lookup (about 2 us) only while goroutine
+// worker pays the goroutine-id and map lookups only while goroutine
 // workers exist.
 var (
 	gworkers   sched.ByGoroutine[*worker]
@@ -134,7 +134,7 @@ func (wk *worker) gmain() {
 // setGoIdentity records the calling goroutine as wk's. Called with
 // pool.mu held.
 func (wk *worker) setGoIdentity() {
-	if id, _, ok := sched.GoroutineState(); ok {
+	if id, ok := sched.GoroutineID(); ok {
 		wk.goid.Store(id)
 	}
 	wk.leaveG = gworkers.Enter(wk)
@@ -155,13 +155,13 @@ func (wk *worker) unpark() bool {
 }
 
 // onGoroutine reports whether the caller is wk's goroutine (goroutine
-// workers; about 2 us).
+// workers; sched.GoroutineID).
 func (wk *worker) onGoroutine() bool {
 	g := wk.goid.Load()
 	if g == 0 {
 		return false
 	}
-	id, _, ok := sched.GoroutineState()
+	id, ok := sched.GoroutineID()
 	return ok && id == g
 }
 

@@ -386,3 +386,43 @@ func TestGoroutineWorkersTakeNoPushedItems(t *testing.T) {
 		t.Errorf("Stats().Pushed = %d on a goroutine-backed queue, want 0", st.Pushed)
 	}
 }
+
+// BenchmarkBlockingBurst queues bursts of 1000 items that each sleep 1 ms
+// (time.Sleep) on a fresh goroutine-backed queue ("cold") and flushes,
+// against 1000 go statements and a WaitGroup, in the same run; ms/burst
+// is reported for both and their ratio as x-go (the lab's blocking
+// scenario, in a benchmark).
+func BenchmarkBlockingBurst(b *testing.B) {
+	const n = 1000
+	item := func() { time.Sleep(time.Millisecond) }
+	var gq, gg time.Duration
+	for i := 0; i < b.N; i++ {
+		q, err := wq.Alloc("bench-burst", wq.Unbound, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		works := make([]*wq.Work, n)
+		for k := range works {
+			works[k] = wq.NewWork(item)
+		}
+		t0 := time.Now()
+		for _, w := range works {
+			q.Queue(w)
+		}
+		q.Flush()
+		gq += time.Since(t0)
+		q.Destroy()
+
+		var wg sync.WaitGroup
+		t0 = time.Now()
+		for range n {
+			wg.Add(1)
+			go func() { defer wg.Done(); item() }()
+		}
+		wg.Wait()
+		gg += time.Since(t0)
+	}
+	b.ReportMetric(float64(gq.Microseconds())/1e3/float64(b.N), "ms/burst")
+	b.ReportMetric(float64(gg.Microseconds())/1e3/float64(b.N), "go-ms/burst")
+	b.ReportMetric(float64(gq)/float64(gg), "x-go")
+}

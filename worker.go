@@ -142,8 +142,8 @@ func selfWorker() *worker {
 // The thread alone is not enough: a work function may unlock the worker's
 // goroutine, which then moves, and another goroutine may run on the
 // worker's thread until the worker notices (after the item). So a matching
-// thread is confirmed by the goroutine's id (sched.GoroutineState, about
-// 2 us, only on that path: self-calls and chained queueing while draining).
+// thread is confirmed by the goroutine's id (sched.GoroutineID, only on
+// that path: self-calls and chained queueing while draining).
 func (wk *worker) onSelf() bool {
 	if wk.gch != nil {
 		return wk.onGoroutine()
@@ -156,7 +156,7 @@ func (wk *worker) onSelf() bool {
 	if g == 0 {
 		return true
 	}
-	id, _, ok := sched.GoroutineState()
+	id, ok := sched.GoroutineID()
 	return !ok || id == g
 }
 
@@ -165,7 +165,7 @@ func (wk *worker) onSelf() bool {
 func (wk *worker) setIdentity(tid int) {
 	wk.claim = sched.Claim()
 	wk.thread.Set()
-	if id, _, ok := sched.GoroutineState(); ok {
+	if id, ok := sched.GoroutineID(); ok {
 		wk.goid.Store(id)
 	}
 	wk.tid = tid

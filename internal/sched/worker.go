@@ -85,9 +85,9 @@ type ByGoroutine[V any] struct{ m sync.Map }
 
 // Enter records the calling goroutine as v and returns the function that
 // forgets it (defer it). When the goroutine id cannot be read (see
-// GoroutineState) nothing is recorded.
+// GoroutineID) nothing is recorded.
 func (r *ByGoroutine[V]) Enter(v V) (leave func()) {
-	g, _, ok := GoroutineState()
+	g, ok := GoroutineID()
 	if !ok {
 		return func() {}
 	}
@@ -95,12 +95,11 @@ func (r *ByGoroutine[V]) Enter(v V) (leave func()) {
 	return func() { r.m.Delete(g) }
 }
 
-// Self returns the calling goroutine's record, or the zero V. It costs a
-// few us (GoroutineState formats a traceback): for paths about to block
-// or to report an error.
+// Self returns the calling goroutine's record, or the zero V: a
+// GoroutineID and a sync.Map lookup.
 func (r *ByGoroutine[V]) Self() V {
 	var zero V
-	g, _, ok := GoroutineState()
+	g, ok := GoroutineID()
 	if !ok {
 		return zero
 	}
