@@ -129,9 +129,10 @@ func (f *Future[T]) cancelTask(err error) {
 }
 
 // inOwnFunction reports whether the caller is the worker running f's
-// function.
+// function, also when its goroutine left the worker's thread
+// (selfWorkerAnyThread).
 func (f *Future[T]) inOwnFunction() bool {
-	wk := selfWorker()
+	wk := selfWorkerAnyThread()
 	if wk == nil {
 		return false
 	}

@@ -234,9 +234,10 @@ func (g *Group) setErr(err error) {
 }
 
 // inOwnFunction reports whether the caller is a worker running one of
-// g's functions.
+// g's functions, also one whose goroutine left the worker's thread
+// (selfWorkerAnyThread).
 func (g *Group) inOwnFunction() bool {
-	wk := selfWorker()
+	wk := selfWorkerAnyThread()
 	if wk == nil {
 		return false
 	}
