@@ -154,8 +154,10 @@ func (g *Group) SetLimit(n int) {
 // every function already queued before it returns, and a Go after that
 // counts as returning ErrDestroyed, so Wait returns once they are done.
 // Called from inside one of the group's functions it would wait for
-// itself: it returns an error matching ErrDeadlock at once. A zero Group
-// returns an error matching ErrInvalidArgument. Mirrors errgroup's Wait.
+// itself: it returns an error matching ErrDeadlock at once, also when the
+// function unlocked the worker's goroutine from its thread and it moved.
+// A zero Group returns an error matching ErrInvalidArgument. Mirrors
+// errgroup's Wait.
 func (g *Group) Wait() error {
 	if g.q == nil {
 		return errZeroGroup

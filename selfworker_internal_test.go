@@ -98,3 +98,54 @@ func TestSelfWorkerAfterGoroutineLeftThread(t *testing.T) {
 		return s.before.goid.Load() == 0
 	})
 }
+
+// BenchmarkSelfWorkerLookup measures the self lookups of a caller that is
+// no worker (a Wait that blocks pays one): selfWorker (thread lookup, then
+// the goroutine lookup while goroutine workers exist),
+// selfWorkerAnyThread (thread lookup, then always the goroutine lookup)
+// and the goroutine lookup alone, with no goroutine worker and with one.
+func BenchmarkSelfWorkerLookup(b *testing.B) {
+	run := func(b *testing.B) {
+		b.Run("selfWorker", func(b *testing.B) {
+			for range b.N {
+				if selfWorker() != nil {
+					b.Fatal("the benchmark goroutine is a worker")
+				}
+			}
+		})
+		b.Run("goroutineLookup", func(b *testing.B) {
+			for range b.N {
+				if gworkers.Self() != nil {
+					b.Fatal("the benchmark goroutine is a worker")
+				}
+			}
+		})
+		b.Run("selfWorkerAnyThread", func(b *testing.B) {
+			for range b.N {
+				if selfWorkerAnyThread() != nil {
+					b.Fatal("the benchmark goroutine is a worker")
+				}
+			}
+		})
+	}
+	b.Run("no-goroutine-worker", func(b *testing.B) {
+		if n := nGoWorkers.Load(); n != 0 {
+			b.Skipf("%d goroutine workers left by earlier tests", n)
+		}
+		run(b)
+	})
+	b.Run("goroutine-worker", func(b *testing.B) {
+		gq, err := Alloc("bench-self-lookup", Unbound, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer gq.Destroy()
+		hold, held := make(chan struct{}), make(chan struct{})
+		defer close(hold)
+		if err := gq.Go(func() { close(held); <-hold }); err != nil {
+			b.Fatal(err)
+		}
+		<-held
+		run(b)
+	})
+}
