@@ -51,8 +51,11 @@ func TestSelfWorkerAfterGoroutineLeftThread(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer q.Destroy()
-	// A live goroutine worker, so that selfWorker looks goroutine ids up.
+	// A live goroutine worker, so that selfWorker looks goroutine ids up
+	// (also under GOWQ_THREADS=1).
+	old := forceThreads.Swap(false)
 	gq, err := Alloc("self-left-thread-g", Unbound, 0)
+	forceThreads.Store(old)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +138,9 @@ func BenchmarkSelfWorkerLookup(b *testing.B) {
 		run(b)
 	})
 	b.Run("goroutine-worker", func(b *testing.B) {
+		old := forceThreads.Swap(false)
 		gq, err := Alloc("bench-self-lookup", Unbound, 0)
+		forceThreads.Store(old)
 		if err != nil {
 			b.Fatal(err)
 		}
