@@ -64,10 +64,11 @@ func Submit[T any](q *Workqueue, ctx context.Context, fn func(context.Context) (
 // ctx.Err() when ctx ends first; the function is not affected and the
 // Future can be waited for again. A nil ctx waits without bound. Called
 // from inside the future's own function it would wait for itself: it
-// returns an error matching ErrDeadlock at once. As with Work.Flush,
-// waiting from an item of an ordered queue (or one with max_active 1) for
-// a function queued after it on the same queue is a deadlock that is not
-// detected; ctx bounds it.
+// returns an error matching ErrDeadlock at once, also when the function
+// unlocked the worker's goroutine from its thread and it moved. As with
+// Work.Flush, waiting from an item of an ordered queue (or one with
+// max_active 1) for a function queued after it on the same queue is a
+// deadlock that is not detected; ctx bounds it.
 func (f *Future[T]) Wait(ctx context.Context) (T, error) {
 	select {
 	case <-f.done:
@@ -129,9 +130,10 @@ func (f *Future[T]) cancelTask(err error) {
 }
 
 // inOwnFunction reports whether the caller is the worker running f's
-// function.
+// function, also when its goroutine left the worker's thread
+// (selfWorkerAnyThread).
 func (f *Future[T]) inOwnFunction() bool {
-	wk := selfWorker()
+	wk := selfWorkerAnyThread()
 	if wk == nil {
 		return false
 	}

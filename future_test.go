@@ -154,37 +154,43 @@ func TestFutureDoneWinsOverDoneCtx(t *testing.T) {
 // of returning ErrDeadlock because the function unlocked the worker's
 // goroutine and it moved to another thread.
 func TestFutureWaitFromOwnFunctionAfterThreadMove(t *testing.T) {
-	t.Skip("known limitation, not fixed: the self check finds the worker by its thread; finding it by goroutine id costs about 2 us on every Wait that blocks (docs/decisions.md, \"Self-wait after the goroutine moved\")")
-	q, err := wq.Alloc("fut-wait-moved", wq.Unbound, 0)
-	if err != nil {
-		t.Fatal(err)
+	for _, b := range []struct {
+		name string
+		opts []wq.Option
+	}{{"default", nil}, {"threads", []wq.Option{wq.Threads()}}} {
+		t.Run(b.name, func(t *testing.T) {
+			q, err := wq.Alloc("fut-wait-moved", wq.Unbound, 0, b.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := make(chan error, 1)
+			moved := make(chan bool, 1)
+			var f *wq.Future[int]
+			ready := make(chan struct{})
+			f = wq.Submit(q, context.Background(), func(context.Context) (int, error) {
+				<-ready
+				m := moveOffWorkerThread()
+				moved <- m
+				if m {
+					_, err := f.Wait(nil)
+					res <- err
+				}
+				return 1, nil
+			})
+			close(ready)
+			if !<-moved {
+				q.Destroy()
+				t.Skip("the work function's goroutine did not move to another thread")
+			}
+			select {
+			case err := <-res:
+				if !errors.Is(err, wq.ErrDeadlock) {
+					t.Errorf("Future.Wait from its own function = %v, want ErrDeadlock", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Future.Wait from inside its own function (moved off the worker's thread) waits forever")
+			}
+			q.Destroy()
+		})
 	}
-	res := make(chan error, 1)
-	moved := make(chan bool, 1)
-	var f *wq.Future[int]
-	ready := make(chan struct{})
-	f = wq.Submit(q, context.Background(), func(context.Context) (int, error) {
-		<-ready
-		m := moveOffWorkerThread()
-		moved <- m
-		if m {
-			_, err := f.Wait(nil)
-			res <- err
-		}
-		return 1, nil
-	})
-	close(ready)
-	if !<-moved {
-		q.Destroy()
-		t.Skip("the work function's goroutine did not move to another thread")
-	}
-	select {
-	case err := <-res:
-		if !errors.Is(err, wq.ErrDeadlock) {
-			t.Errorf("Future.Wait from its own function = %v, want ErrDeadlock", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Future.Wait from inside its own function (moved off the worker's thread) waits forever")
-	}
-	q.Destroy()
 }

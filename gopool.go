@@ -48,10 +48,13 @@ func init() {
 	}
 }
 
-// gworkers maps the goroutine id of every live goroutine worker to it,
-// for selfWorker. nGoWorkers counts them, so that a caller that is no
-// worker pays the goroutine-id and map lookups only while goroutine
-// workers exist.
+// gworkers maps the goroutine id of every worker to it, from
+// setGoIdentity or setIdentity to clearIdentity: goroutine workers, for
+// selfWorker, and thread workers and rescuers, for selfWorkerAnyThread
+// (their goroutine may leave their thread). nGoWorkers counts the
+// goroutine workers, so that a caller that is no worker pays the
+// goroutine-id and map lookups in selfWorker only while goroutine workers
+// exist.
 var (
 	gworkers   sched.ByGoroutine[*worker]
 	nGoWorkers atomic.Int32
@@ -154,8 +157,8 @@ func (wk *worker) unpark() bool {
 	return wk.parker.Unpark()
 }
 
-// onGoroutine reports whether the caller is wk's goroutine (goroutine
-// workers; sched.GoroutineID).
+// onGoroutine reports whether the caller is wk's goroutine
+// (sched.GoroutineID), whichever thread it runs on.
 func (wk *worker) onGoroutine() bool {
 	g := wk.goid.Load()
 	if g == 0 {
@@ -166,12 +169,13 @@ func (wk *worker) onGoroutine() bool {
 }
 
 // selfGoWorker returns the goroutine worker the caller is, or nil; free
-// while no goroutine worker exists.
+// while no goroutine worker exists. A thread worker found by goroutine id
+// is not returned: selfWorker finds those only on their thread.
 func selfGoWorker() *worker {
 	if nGoWorkers.Load() == 0 {
 		return nil
 	}
-	if wk := gworkers.Self(); wk != nil && wk.onGoroutine() {
+	if wk := gworkers.Self(); wk != nil && wk.gch != nil && wk.onGoroutine() {
 		return wk
 	}
 	return nil

@@ -154,8 +154,10 @@ func (g *Group) SetLimit(n int) {
 // every function already queued before it returns, and a Go after that
 // counts as returning ErrDestroyed, so Wait returns once they are done.
 // Called from inside one of the group's functions it would wait for
-// itself: it returns an error matching ErrDeadlock at once. A zero Group
-// returns an error matching ErrInvalidArgument. Mirrors errgroup's Wait.
+// itself: it returns an error matching ErrDeadlock at once, also when the
+// function unlocked the worker's goroutine from its thread and it moved.
+// A zero Group returns an error matching ErrInvalidArgument. Mirrors
+// errgroup's Wait.
 func (g *Group) Wait() error {
 	if g.q == nil {
 		return errZeroGroup
@@ -234,9 +236,10 @@ func (g *Group) setErr(err error) {
 }
 
 // inOwnFunction reports whether the caller is a worker running one of
-// g's functions.
+// g's functions, also one whose goroutine left the worker's thread
+// (selfWorkerAnyThread).
 func (g *Group) inOwnFunction() bool {
-	wk := selfWorker()
+	wk := selfWorkerAnyThread()
 	if wk == nil {
 		return false
 	}

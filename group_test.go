@@ -608,39 +608,45 @@ func moveOffWorkerThread() bool {
 // goroutine and it moved to another thread, where a by-thread self check
 // finds no worker.
 func TestGroupWaitFromOwnFunctionAfterThreadMove(t *testing.T) {
-	t.Skip("known limitation, not fixed: the self check finds the worker by its thread; finding it by goroutine id costs about 2 us on every Wait that blocks (docs/decisions.md, \"Self-wait after the goroutine moved\")")
-	q, err := wq.Alloc("grp-wait-moved", wq.Unbound, 0)
-	if err != nil {
-		t.Fatal(err)
+	for _, b := range []struct {
+		name string
+		opts []wq.Option
+	}{{"default", nil}, {"threads", []wq.Option{wq.Threads()}}} {
+		t.Run(b.name, func(t *testing.T) {
+			q, err := wq.Alloc("grp-wait-moved", wq.Unbound, 0, b.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, _ := q.NewGroup(context.Background())
+			res := make(chan error, 1)
+			moved := make(chan bool, 1)
+			g.Go(func(context.Context) error {
+				m := moveOffWorkerThread()
+				moved <- m
+				if m {
+					res <- g.Wait()
+				}
+				return nil
+			})
+			if !<-moved {
+				q.Destroy()
+				t.Skip("the work function's goroutine did not move to another thread")
+			}
+			select {
+			case err := <-res:
+				if !errors.Is(err, wq.ErrDeadlock) {
+					t.Errorf("Group.Wait from its own function = %v, want ErrDeadlock", err)
+				}
+			case <-time.After(10 * time.Second):
+				// The function waits for itself forever: q cannot be destroyed.
+				t.Fatal("Group.Wait from inside its own function (moved off the worker's thread) waits forever")
+			}
+			if err := g.Wait(); err != nil {
+				t.Error(err)
+			}
+			q.Destroy()
+		})
 	}
-	g, _ := q.NewGroup(context.Background())
-	res := make(chan error, 1)
-	moved := make(chan bool, 1)
-	g.Go(func(context.Context) error {
-		m := moveOffWorkerThread()
-		moved <- m
-		if m {
-			res <- g.Wait()
-		}
-		return nil
-	})
-	if !<-moved {
-		q.Destroy()
-		t.Skip("the work function's goroutine did not move to another thread")
-	}
-	select {
-	case err := <-res:
-		if !errors.Is(err, wq.ErrDeadlock) {
-			t.Errorf("Group.Wait from its own function = %v, want ErrDeadlock", err)
-		}
-	case <-time.After(10 * time.Second):
-		// The function waits for itself forever: q cannot be destroyed.
-		t.Fatal("Group.Wait from inside its own function (moved off the worker's thread) waits forever")
-	}
-	if err := g.Wait(); err != nil {
-		t.Error(err)
-	}
-	q.Destroy()
 }
 
 // TestGoAPIFunctionsThatLeaveTheWorkerThread catches a Group.Wait or
@@ -728,5 +734,36 @@ func TestTryGoRefusedByFullQueueReturnsFalse(t *testing.T) {
 	}
 	if n := ran.Load(); n != 1 {
 		t.Errorf("%d functions ran, want 1", n)
+	}
+}
+
+// BenchmarkGroupRound measures one errgroup round from an ordinary
+// goroutine: NewGroup, two Go of an empty function and a Wait that blocks
+// (the self-wait check of a Wait that blocks is on this path), on a
+// goroutine-backed queue and on a Threads() queue.
+func BenchmarkGroupRound(b *testing.B) {
+	for _, bk := range []struct {
+		name string
+		opts []wq.Option
+	}{{"default", nil}, {"threads", []wq.Option{wq.Threads()}}} {
+		b.Run(bk.name, func(b *testing.B) {
+			q, err := wq.Alloc("bench-group-round", wq.Unbound, 0, bk.opts...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer q.Destroy()
+			ctx := context.Background()
+			nop := func(context.Context) error { return nil }
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				g, _ := q.NewGroup(ctx)
+				g.Go(nop)
+				g.Go(nop)
+				if err := g.Wait(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

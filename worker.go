@@ -38,14 +38,15 @@ type worker struct {
 	// I: gch is a goroutine worker's wake-up token (gopool.go); nil for a
 	// thread worker.
 	gch chan struct{}
-	// L: leaveG forgets a goroutine worker in gworkers; set and called
+	// L: leaveG forgets the worker's goroutine in gworkers; set and called
 	// with the identity.
 	leaveG func()
 
 	// A: self is tid for lock-free onSelf checks; set and cleared with tid.
 	self atomic.Int32
-	// A: goid is the worker goroutine's id (sched.GoroutineState), set with
-	// tid, for onSelf's confirmation; 0 if it could not be read.
+	// A: goid is the worker goroutine's id (sched.GoroutineID), set with
+	// the identity, for onSelf's confirmation and onGoroutine; 0 if it
+	// could not be read or the identity was cleared.
 	goid atomic.Int64
 	// W: claim is the thread's claim (sched.Claim), for ResetThreadIf.
 	claim uint64
@@ -127,13 +128,35 @@ const (
 // worker, for isChained.
 var workers sched.ByThread[*worker]
 
-// selfWorker returns the worker whose thread the caller runs on, or nil.
+// selfWorker returns the worker the caller is, or nil: a thread worker
+// (or rescuer) only while the caller runs on its thread (onSelf), a
+// goroutine worker by its goroutine.
 func selfWorker() *worker {
 	wk, ok := workers.Self()
 	if !ok || !wk.onSelf() {
 		return selfGoWorker()
 	}
 	return wk
+}
+
+// selfWorkerAnyThread is selfWorker that also finds a thread worker (or
+// rescuer) whose goroutine the caller is after a work function unlocked
+// it from the worker's thread (runtime.UnlockOSThread as many times as the
+// worker locked it) and it moved to another thread, where the thread
+// lookup finds no worker or another one. The goroutine lookup is exact:
+// gworkers holds a worker's goroutine id only from setIdentity to
+// clearIdentity, and goroutine ids are never reused. It is for the
+// self-wait checks (Group.Wait, Future.Wait): code that needs the
+// worker's thread (isChained, the per-CPU pool) uses selfWorker. Costs
+// selfWorker, then a goroutine id (about 1 ns) and a map lookup.
+func selfWorkerAnyThread() *worker {
+	if wk, ok := workers.Self(); ok && wk.onSelf() {
+		return wk
+	}
+	if wk := gworkers.Self(); wk != nil && wk.onGoroutine() {
+		return wk
+	}
+	return nil
 }
 
 // onSelf reports whether the caller runs on wk's thread. Exact: the tid is
@@ -168,6 +191,7 @@ func (wk *worker) setIdentity(tid int) {
 	if id, ok := sched.GoroutineID(); ok {
 		wk.goid.Store(id)
 	}
+	wk.leaveG = gworkers.Enter(wk)
 	wk.tid = tid
 	wk.self.Store(int32(tid))
 	workers.Enter(wk)
@@ -175,15 +199,18 @@ func (wk *worker) setIdentity(tid int) {
 
 // clearIdentity forgets wk's thread. For a pool worker it is called with
 // pool.mu held, before the goroutine exits (the thread dies after).
+//
+// The thread goes first: onSelf takes a zero goid as "could not be read"
+// and trusts the thread alone, so goid is cleared only once self is.
 func (wk *worker) clearIdentity() {
+	workers.Leave(wk.tid, wk)
+	wk.tid = 0
+	wk.self.Store(0)
 	if wk.leaveG != nil {
 		wk.leaveG()
 		wk.leaveG = nil
 		wk.goid.Store(0)
 	}
-	workers.Leave(wk.tid, wk)
-	wk.tid = 0
-	wk.self.Store(0)
 }
 
 // main is the worker thread, run by sched.GoLocked: locked to an OS thread
