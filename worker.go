@@ -50,8 +50,8 @@ type worker struct {
 	// W: claim is the thread's claim (sched.Claim), for ResetThreadIf.
 	claim uint64
 	// W: thread is the check before each item that the goroutine is still
-	// on its thread (sched.ThreadCheck: about 1 ns where the CPU and kernel
-	// allow, a gettid every 64th item).
+	// on its thread (sched.ThreadCheck: exact, about 1 ns); the worker's
+	// own pool Locks take the tid from it (poolMutex.LockOn).
 	thread sched.ThreadCheck
 	// A: curPool is the pool the worker is attached to: its pool, or for a
 	// rescuer the pool it is rescuing now (nil between rescues). Written
@@ -300,7 +300,7 @@ var inheritedNiceReported atomic.Bool
 // (reaped or pool destroyed) or loses its thread.
 func (wk *worker) loop() {
 	p := wk.pool
-	p.mu.Lock()
+	p.mu.LockOn(&wk.thread)
 	p.createFailing = false // a worker is serving: creation works again
 	p.mu.Unlock()
 	for {
@@ -312,7 +312,7 @@ func (wk *worker) loop() {
 		if h := wakeHook.Load(); h != nil {
 			(*h)(p) // tests: a woken worker that cannot get its CPU (escape_test.go)
 		}
-		p.mu.Lock()
+		p.mu.LockOn(&wk.thread)
 	again:
 		if wk.dying {
 			wk.scanOffLocked()
@@ -366,7 +366,7 @@ func (wk *worker) loop() {
 			gen := p.kickGen.Load()
 			p.mu.Unlock()
 			found := wk.spin(p, gen)
-			p.mu.Lock()
+			p.mu.LockOn(&wk.thread)
 			p.nrSpinning--
 			spinners.Add(-1)
 			if found {
@@ -490,7 +490,7 @@ func (wk *worker) processOne(w *Work) bool {
 		wk.lostThread()
 		return false
 	}
-	p.mu.Lock()
+	p.mu.LockOn(&wk.thread)
 	wk.afterItem()
 	return true
 }
@@ -663,7 +663,7 @@ func (wk *worker) afterItem() {
 	if pq.complete(wk.runColor) {
 		p.mu.Unlock()
 		pq.lim.scan(pq)
-		p.mu.Lock()
+		p.mu.LockOn(&wk.thread)
 	}
 }
 
