@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/gowq/wq/internal/sched"
 	"github.com/gowq/wq/internal/topology"
@@ -176,10 +175,6 @@ func (q *Workqueue) Congested(cpu int) bool {
 
 func currentCPU() int { return sched.GetCPU() }
 
-// nanotime returns CLOCK_MONOTONIC in ns, the clock of events and stats.
-func nanotime() int64 { return time.Since(epoch).Nanoseconds() + epochMono }
-
-// epoch pairs a time.Time (whose monotonic reading is read through the
-// vDSO) with CLOCK_MONOTONIC, so nanotime costs one vDSO call.
-var epochMono = sched.MonotonicNs()
-var epoch = time.Now()
+// nanotime returns CLOCK_MONOTONIC in ns, the clock of events and stats:
+// the runtime's clock, one vDSO call (sched.Nanotime).
+func nanotime() int64 { return sched.Nanotime() }
