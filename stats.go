@@ -21,7 +21,7 @@ type QueueStats struct {
 	// thread worker's CPU clock (goroutine workers are not charged). It
 	// lags: a worker charges what it used at its reads of the clock (see
 	// SetCPUAccounting), so up to 1 ms of CPU per worker of the queue's
-	// pools (what it used in the last 1 ms of wall time before it parked)
+	// pools (what it used in about the last 1 ms of wall time before it parked)
 	// shows only at that worker's next item or its exit.
 	CPUTime time.Duration
 	CPUItsv int64 // CPU-intensive violations (CPUitsv); unbound queues too (their pools are concurrency-managed)

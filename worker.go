@@ -93,6 +93,7 @@ type worker struct {
 	// worker's next read (or its exit).
 	lastPark  int64    // W: ns its last park lasted (spinOK)
 	parkedAt  int64    // W: ns when it last parked, until lastPark is set from it; 0 after
+	parkFrom  int64    // W: the end (ns) of the item it ran last, if it did nothing since but bookkeeping; else 0
 	parkCPU   int      // L: the CPU it parked on (kick's wake_cpu hint)
 	lastCPU   int64    // W: its thread CPU ns at the last read
 	cpuReadAt int64    // W: ns (nanotime) of the last read
@@ -311,7 +312,14 @@ func (wk *worker) loop() {
 	p.createFailing = false // a worker is serving: creation works again
 	p.mu.Unlock()
 	for {
-		t0 := nanotime()
+		// The park starts at the end of the item just run, when the worker
+		// did nothing since but its bookkeeping (a few us): one clock read
+		// less per item.
+		t0 := wk.parkFrom
+		wk.parkFrom = 0
+		if t0 == 0 {
+			t0 = nanotime()
+		}
 		if t0-wk.cpuReadAt >= int64(cpuSettleEvery) {
 			wk.settleCPU(t0)
 		}
@@ -381,6 +389,7 @@ func (wk *worker) loop() {
 			spinners.Add(1)
 			gen := p.kickGen.Load()
 			p.mu.Unlock()
+			wk.parkFrom = 0 // a spin is not part of the park
 			found := wk.spin(p, gen)
 			p.mu.LockOn(&wk.thread)
 			p.nrSpinning--
@@ -512,6 +521,7 @@ func (wk *worker) processOne(w *Work) bool {
 	}
 	p.mu.LockOn(&wk.thread)
 	wk.afterItem(wk.endedAt)
+	wk.parkFrom = wk.endedAt
 	return true
 }
 
