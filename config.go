@@ -75,14 +75,16 @@ func init() {
 }
 
 // SetCPUAccounting turns the CPU time accounting on or off (on by
-// default). When on, a worker reads its thread's CPU clock (one
+// default). When on, a thread worker reads its thread's CPU clock (one
 // clock_gettime system call, about 0.3 us) after each item that ran at
-// least 50 us of wall time, and once before it parks; each read charges
-// the CPU used since the previous one to the queue of the item just run.
-// So an awake worker makes no system call per short item, CPUtime counts
-// every nanosecond the workers spent in items and in their own loop, and
-// a run of short items of several queues is charged to the last of them.
-// When off, CPUtime stays 0; CPU used while it is off is charged to no
+// least 50 us of wall time, before an item of another queue (pwq) than
+// the items run since the last read, and after an item or before it
+// parks when 1 ms of wall time has passed since the last read; each read
+// charges the CPU used since the previous one to the queue of the items
+// run since. So a worker makes no system call per short item, awake or
+// parking between items; CPUtime counts every nanosecond the workers
+// spent in items and in their own loop, and lags by at most the CPU of
+// 1 ms of wall time per worker (QueueStats.CPUTime). When off, CPUtime stays 0; CPU used while it is off is charged to no
 // queue after it is turned on again (the first item to end after a switch
 // is charged at most its wall time).
 func SetCPUAccounting(on bool) { cpuAccounting.Store(on) }

@@ -188,7 +188,7 @@ func (wk *worker) scanOff() {
 		p := wk.pool
 		p.scanners.Add(-1)
 		if p.incoming.Load() != nil {
-			p.mu.Lock()
+			p.mu.LockOn(&wk.thread)
 			p.mu.Unlock()
 		}
 	}

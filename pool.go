@@ -282,8 +282,9 @@ func (p *pool) kick() {
 // critical section only; and a contended wait sleeps in the kernel rather
 // than parking the locked worker goroutine through the Go scheduler. It
 // costs a gettid per Lock (a system call, 0.2-0.6 us on the machines we
-// measured), so the other classes, whose holders no RT thread waits for,
-// use a plain futex lock (sched.Mutex): one compare-and-swap uncontended,
+// measured) except a worker's own (LockOn, with the tid it keeps), so the
+// other classes, whose holders no RT thread waits for, use a plain futex
+// lock (sched.Mutex): one compare-and-swap uncontended,
 // a short spin and then a sleep in the kernel when contended. Not
 // sync.Mutex: its contended path parks a locked worker goroutine through
 // the Go scheduler (the thread sleeps, its P goes to another thread, and
@@ -326,6 +327,20 @@ func (pm *poolMutex) Lock() {
 	} else {
 		pm.m.Lock()
 	}
+	if o := pm.owner; o != nil && o.incoming.Load() != nil {
+		o.drainIncoming()
+	}
+}
+
+// LockOn is Lock for a pool worker or rescuer on its own goroutine: c
+// is its ThreadCheck, which saves an RT pool's lock the gettid system
+// call while the worker is on its thread (sched.PIMutex.LockOn).
+func (pm *poolMutex) LockOn(c *sched.ThreadCheck) {
+	if !pm.pi || pm.g {
+		pm.Lock()
+		return
+	}
+	pm.pm.LockOn(c)
 	if o := pm.owner; o != nil && o.incoming.Load() != nil {
 		o.drainIncoming()
 	}

@@ -176,10 +176,10 @@ func (r *rescuer) main(wk *worker) {
 	// A new thread (the first, or one that replaces a lost thread) has the
 	// process's affinity and class, not those cached by the thread before.
 	r.escCPUs, r.escClassSet = "", false
-	wk.lastCPU = sched.SelfCPUTime() // the first settleCPU charges from here
+	wk.lastCPU, wk.cpuReadAt = sched.SelfCPUTime(), nanotime() // the first settleCPU charges from here
 	_ = sched.SetName(wk.name)
 	for {
-		wk.settleCPU()
+		wk.settleCPU(0)
 		wk.parkPlain()
 		for {
 			r.mu.Lock()

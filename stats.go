@@ -12,18 +12,24 @@ import (
 // tools/workqueue/wq_monitor.py, plus latency histograms. Counters are
 // totals since Alloc.
 type QueueStats struct {
-	Name    string
-	Flags   Flags
-	Policy  Policy
-	Total   int64         // items started (total)
-	Infl    int64         // items started and not yet finished (infl)
-	CPUTime time.Duration // CPU time of the queue's items (CPUtime), from each worker thread's CPU clock
-	CPUItsv int64         // CPU-intensive violations (CPUitsv); unbound queues too (their pools are concurrency-managed)
-	CMW     int64         // concurrency-management wake-ups (CMW)
-	RPR     int64         // repatriations (RPR); unbound queues only
-	Mayday  int64         // mayday requests sent to the rescuer
-	Rescued int64         // items the rescuer ran
-	Panics  int64         // work functions that panicked
+	Name   string
+	Flags  Flags
+	Policy Policy
+	Total  int64 // items started (total)
+	Infl   int64 // items started and not yet finished (infl)
+	// CPUTime is the CPU time of the queue's items (CPUtime), from each
+	// thread worker's CPU clock (goroutine workers are not charged). It
+	// lags: a worker charges what it used at its reads of the clock (see
+	// SetCPUAccounting), so up to 1 ms of CPU per worker of the queue's
+	// pools (what it used in about the last 1 ms of wall time before it parked)
+	// shows only at that worker's next item or its exit.
+	CPUTime time.Duration
+	CPUItsv int64 // CPU-intensive violations (CPUitsv); unbound queues too (their pools are concurrency-managed)
+	CMW     int64 // concurrency-management wake-ups (CMW)
+	RPR     int64 // repatriations (RPR); unbound queues only
+	Mayday  int64 // mayday requests sent to the rescuer
+	Rescued int64 // items the rescuer ran
+	Panics  int64 // work functions that panicked
 	// Pushed counts the queue calls that put an item on its pool
 	// lock-free, because a worker was between items and took it with no
 	// lock and no wake-up (a gowq fast path; docs/design.md, "The wake

@@ -51,8 +51,8 @@ type worker struct {
 	// W: claim is the thread's claim (sched.Claim), for ResetThreadIf.
 	claim uint64
 	// W: thread is the check before each item that the goroutine is still
-	// on its thread (sched.ThreadCheck: about 1 ns where the CPU and kernel
-	// allow, a gettid every 64th item).
+	// on its thread (sched.ThreadCheck: exact, about 1 ns); the worker's
+	// own pool Locks take the tid from it (poolMutex.LockOn).
 	thread sched.ThreadCheck
 	// A: curPool is the pool the worker is attached to: its pool, or for a
 	// rescuer the pool it is rescuing now (nil between rescues). Written
@@ -72,6 +72,7 @@ type worker struct {
 	allow        []int               // W: the pool's CPUs, for repatriation
 	curPwq       atomic.Pointer[pwq] // A: copy of currentPwq for Queue's non-reentrance check
 	currentAt    int64               // L: ns when the current item started
+	endedAt      int64               // W: ns when the last item ended (endItem)
 	gen          uint64              // L: items started
 	lastActive   int64               // L: ns when it last went idle
 
@@ -82,19 +83,26 @@ type worker struct {
 	runColor uint8
 
 	// CPU accounting (SetCPUAccounting). Reading the thread CPU clock is
-	// a real system call (~0.3 us), so an awake worker does not read it per
-	// item: only after an item that ran at least cpuReadAfter of wall time,
-	// and once before it parks. Each read charges the CPU used since the
-	// previous read to the pwq of the item just run (cpuOwe for the read
-	// at park): short items are charged in bulk, to the last of them.
-	lastPark int64    // W: ns its last park lasted (spinOK)
-	parkCPU  int      // L: the CPU it parked on (kick's wake_cpu hint)
-	lastCPU  int64    // W: its thread CPU ns at the last read
-	cpuOwe   *pwq     // W: pwq to charge at the next read; nil when settled
-	cpuOff   bool     // W: its last item ended with accounting off (lastCPU is stale)
-	cpuAt    int64    // M: thread CPU ns at item start or wake
-	seenAt   uint64   // M: the item count (gen) at which the monitor last saw the worker's current item
-	rescuer  *rescuer // I: non-nil for a rescuer thread
+	// a real system call (~0.3 us), so a worker does not read it per item,
+	// nor per park: only after an item that ran at least cpuReadAfter of
+	// wall time, before an item of another pwq than the one owed, and
+	// after an item or before a park when cpuSettleEvery of wall time has
+	// passed since the last read. Each read charges the CPU used since the
+	// previous read to cpuOwe, the pwq of the items run since: short
+	// items of one pwq are charged in bulk. What is owed at a park is the
+	// CPU of less than cpuSettleEvery of wall time, charged at the
+	// worker's next read (or its exit).
+	lastPark  int64    // W: ns its last park lasted (spinOK)
+	parkedAt  int64    // W: ns when it last parked, until lastPark is set from it; 0 after
+	parkFrom  int64    // W: the end (ns) of the item it ran last, if it did nothing since but bookkeeping; else 0
+	parkCPU   int      // L: the CPU it parked on (kick's wake_cpu hint)
+	lastCPU   int64    // W: its thread CPU ns at the last read
+	cpuReadAt int64    // W: ns (nanotime) of the last read
+	cpuOwe    *pwq     // W: pwq to charge at the next read; nil when settled
+	cpuOff    bool     // W: its last item ended with accounting off (lastCPU is stale)
+	cpuAt     int64    // M: thread CPU ns at item start or wake
+	seenAt    uint64   // M: the item count (gen) at which the monitor last saw the worker's current item
+	rescuer   *rescuer // I: non-nil for a rescuer thread
 
 	// A: inFn is true while the worker's thread runs a work function: only
 	// then does a sleeping thread mean a blocked item to the CM monitor.
@@ -251,7 +259,7 @@ func (wk *worker) main() {
 		clean = true
 		return
 	}
-	wk.lastCPU = sched.SelfCPUTime()
+	wk.lastCPU, wk.cpuReadAt = sched.SelfCPUTime(), nanotime()
 	wk.loop()
 	clean = true
 }
@@ -327,21 +335,33 @@ var inheritedNiceReported atomic.Bool
 // (reaped or pool destroyed) or loses its thread.
 func (wk *worker) loop() {
 	p := wk.pool
-	p.mu.Lock()
+	p.mu.LockOn(&wk.thread)
 	p.createFailing = false // a worker is serving: creation works again
 	p.mu.Unlock()
 	for {
-		wk.settleCPU()
-		t0 := nanotime()
+		// The park starts at the end of the item just run, when the worker
+		// did nothing since but its bookkeeping (a few us): one clock read
+		// less per item.
+		t0 := wk.parkFrom
+		wk.parkFrom = 0
+		if t0 == 0 {
+			t0 = nanotime()
+		}
+		if t0-wk.cpuReadAt >= int64(cpuSettleEvery) {
+			wk.settleCPU(t0)
+		}
 		wk.parkMeasured()
-		wk.lastPark = nanotime() - t0
+		// lastPark is set at the next clock read (processOne's, or the
+		// one before spinOK): a read here would be one more per item.
+		wk.parkedAt = t0
 		wk.scanOn()
 		if h := wakeHook.Load(); h != nil {
 			(*h)(p) // tests: a woken worker that cannot get its CPU (escape_test.go)
 		}
-		p.mu.Lock()
+		p.mu.LockOn(&wk.thread)
 	again:
 		if wk.dying {
+			wk.settleCPU(0) // what is owed, before the thread is gone
 			wk.scanOffLocked()
 			p.removeWorker(wk)
 			wk.clearIdentity()
@@ -383,6 +403,10 @@ func (wk *worker) loop() {
 			}
 			p.setCounted(wk, false)
 		}
+		if wk.parkedAt != 0 {
+			wk.lastPark = nanotime() - wk.parkedAt // woken with no item to run
+			wk.parkedAt = 0
+		}
 		if p.spinOK(wk) {
 			// Spin a little instead of parking: items arrive faster than a
 			// park and a wake-up take (the last park was short), and this
@@ -392,8 +416,9 @@ func (wk *worker) loop() {
 			spinners.Add(1)
 			gen := p.kickGen.Load()
 			p.mu.Unlock()
+			wk.parkFrom = 0 // a spin is not part of the park
 			found := wk.spin(p, gen)
-			p.mu.Lock()
+			p.mu.LockOn(&wk.thread)
 			p.nrSpinning--
 			spinners.Add(-1)
 			if found {
@@ -465,6 +490,10 @@ func (wk *worker) processOne(w *Work) bool {
 	w.pwq.Store(nil)
 	freed := w.unpend() // MaxPending: the instance leaves the bound as it starts
 	now := nanotime()
+	if wk.parkedAt != 0 {
+		wk.lastPark = now - wk.parkedAt // park, lock and dequeue: the first item after a park
+		wk.parkedAt = 0
+	}
 	wk.current, wk.currentPwq, wk.currentAt = w, pq, now
 	wk.gen++
 	wk.curPwq.Store(pq)
@@ -517,8 +546,9 @@ func (wk *worker) processOne(w *Work) bool {
 		wk.lostThread()
 		return false
 	}
-	p.mu.Lock()
-	wk.afterItem()
+	p.mu.LockOn(&wk.thread)
+	wk.afterItem(wk.endedAt)
+	wk.parkFrom = wk.endedAt
 	return true
 }
 
@@ -570,6 +600,11 @@ func (wk *worker) runItem(w *Work, fn func(), pq *pwq) {
 	// are its business, and a thread it leaves locked dies with it.
 	thread := wk.gch == nil
 	if thread {
+		if o := wk.cpuOwe; o != nil && o != pq {
+			// Items of another pwq ran since the last read: charge them
+			// before this one adds to the clock.
+			wk.settleCPU(wk.currentAt)
+		}
 		runtime.UnlockOSThread()
 	}
 	wk.inFn.Store(true)
@@ -595,19 +630,29 @@ func (wk *worker) runItem(w *Work, fn func(), pq *pwq) {
 // thread CPU clock: the read then costs under 1% of the item.
 const cpuReadAfter = 50 * time.Microsecond
 
+// cpuSettleEvery bounds what a worker owes: an item's end or a park reads
+// the thread CPU clock when this much wall time passed since the last
+// read, so at most the CPU of this much wall time (per worker) is not yet
+// in Stats().CPUTime.
+const cpuSettleEvery = time.Millisecond
+
 // settleCPU reads the thread's CPU clock and charges what was used since
-// the last read to wk.cpuOwe. On the worker's goroutine, no lock needed.
-// A pwq retired between the item and the read loses the charge (its
-// counters were already folded into its queue's).
-func (wk *worker) settleCPU() {
+// the last read to wk.cpuOwe; now is the caller's nanotime (0: read it).
+// On the worker's goroutine, on its thread, no lock needed. A pwq retired
+// between the item and the read loses the charge (its counters were
+// already folded into its queue's).
+func (wk *worker) settleCPU(now int64) {
 	pq := wk.cpuOwe
 	if pq == nil {
 		return
 	}
+	if now == 0 {
+		now = nanotime()
+	}
 	wk.cpuOwe = nil
 	c := sched.SelfCPUTime()
 	pq.stats.cpuTimeNs.Add(c - wk.lastCPU)
-	wk.lastCPU = c
+	wk.lastCPU, wk.cpuReadAt = c, now
 }
 
 // callFn calls fn and recovers a panic. A runtime.Goexit passes through.
@@ -628,6 +673,7 @@ func callFn(fn func()) (r any, stack []byte, panicked bool) {
 func (wk *worker) endItem(w *Work, pq *pwq, t *wqtrace.Tracer) {
 	// Counted before flush waiters are released, so that they see it.
 	end := nanotime()
+	wk.endedAt = end
 	pq.stats.exec.observe(end - wk.currentAt)
 	if wk.gch != nil {
 		// Goroutine workers are not charged CPU time (gopool.go).
@@ -639,11 +685,11 @@ func (wk *worker) endItem(w *Work, pq *pwq, t *wqtrace.Tracer) {
 			c := sched.SelfCPUTime()
 			wk.lastCPU = max(wk.lastCPU, c-(end-wk.currentAt))
 			wk.cpuOwe = pq
-			wk.settleCPU()
+			wk.settleCPU(end)
 		}
 		wk.cpuOwe = pq
-		if end-wk.currentAt >= int64(cpuReadAfter) {
-			wk.settleCPU()
+		if end-wk.currentAt >= int64(cpuReadAfter) || end-wk.cpuReadAt >= int64(cpuSettleEvery) {
+			wk.settleCPU(end)
 		}
 	} else if !wk.cpuOff {
 		// Accounting just went off (one read per switch): charge what is
@@ -654,7 +700,7 @@ func (wk *worker) endItem(w *Work, pq *pwq, t *wqtrace.Tracer) {
 			wk.cpuOwe = nil
 			c := sched.SelfCPUTime()
 			pq.stats.cpuTimeNs.Add(max(0, c-wk.lastCPU-(end-wk.currentAt)))
-			wk.lastCPU = c
+			wk.lastCPU, wk.cpuReadAt = c, end
 		}
 		wk.cpuOff = true
 	}
@@ -667,15 +713,15 @@ func (wk *worker) endItem(w *Work, pq *pwq, t *wqtrace.Tracer) {
 	}
 }
 
-// afterItem is the pool's bookkeeping after an item. Called with the
-// lock of wk's curPool held.
-func (wk *worker) afterItem() {
+// afterItem is the pool's bookkeeping after an item that ended at now
+// (ns). Called with the lock of wk's curPool held.
+func (wk *worker) afterItem(now int64) {
 	p := wk.curPool.Load()
 	pq := wk.currentPwq
 	w := wk.current
 	wk.stage = stageNone
 	p.busy.Add(-1)
-	p.progress.Store(nanotime())
+	p.progress.Store(now)
 	wk.current, wk.currentPwq = nil, nil
 	wk.curPwq.Store(nil)
 	if w != nil && w.oneShot {
@@ -690,7 +736,7 @@ func (wk *worker) afterItem() {
 	if pq.complete(wk.runColor) {
 		p.mu.Unlock()
 		pq.lim.scan(pq)
-		p.mu.Lock()
+		p.mu.LockOn(&wk.thread)
 	}
 }
 
@@ -726,7 +772,7 @@ func (wk *worker) finishCurrent() {
 		w.finishRun(wk, wk.runSeq)
 		p.mu.Lock()
 	}
-	wk.afterItem()
+	wk.afterItem(nanotime())
 }
 
 // exitAbnormal is the exit path of a worker whose goroutine is ending

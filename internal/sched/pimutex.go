@@ -22,8 +22,9 @@ import (
 //
 // The owner is a thread, so Lock locks the calling goroutine to its thread
 // (runtime.LockOSThread) until Unlock, which must be called by the same
-// goroutine. An uncontended Lock/Unlock is a gettid, two compare-and-swaps
-// and the lock/unlock of the thread (about 100 ns); a contended Lock spins
+// goroutine. An uncontended Lock/Unlock is a gettid system call (LockOn
+// saves it), two compare-and-swaps and the lock/unlock of the thread; a
+// contended Lock spins
 // briefly, then sleeps in the kernel. The zero value is unlocked; a
 // PIMutex must not be copied after first use. Locking it twice from one
 // thread is a bug and panics (the kernel reports EDEADLK).
@@ -54,7 +55,27 @@ const (
 // goroutine to its thread until Unlock.
 func (m *PIMutex) Lock() {
 	runtime.LockOSThread()
-	tid := uint32(unix.Gettid())
+	m.lock(uint32(unix.Gettid()))
+}
+
+// LockOn is Lock for a goroutine that keeps a ThreadCheck of its thread
+// (a worker): while c.Same() holds, the owner's tid is c.Tid() and the
+// gettid system call is saved; otherwise it is Lock. The futex word must
+// hold the owner's true tid: the kernel boosts that thread for a waiter
+// and refuses FUTEX_UNLOCK_PI (EPERM) to any other, and Same is exact
+// (see ThreadCheck), so the word never names another thread. c is read
+// only; it must be the caller's own.
+func (m *PIMutex) LockOn(c *ThreadCheck) {
+	runtime.LockOSThread()
+	if c.Same() {
+		m.lock(uint32(c.Tid()))
+		return
+	}
+	m.lock(uint32(unix.Gettid()))
+}
+
+// lock takes m for thread tid, the caller's, which is locked to it.
+func (m *PIMutex) lock(tid uint32) {
 	if !m.word.CompareAndSwap(0, tid) {
 		m.Waits.Add(1)
 		m.lockSlow(tid)

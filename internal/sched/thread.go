@@ -3,6 +3,7 @@ package sched
 import (
 	"runtime"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -261,26 +262,34 @@ func Claimed(tid int) bool {
 // ThreadCheck tells a goroutine locked to a thread whether it is still on
 // that thread: a work function may unlock it (runtime.UnlockOSThread as
 // many times as it was locked), and the scheduler may then move it. Same
-// compares ThreadToken with the one recorded by Set (about 1 ns where the
-// CPU and kernel allow); since a thread created after the recorded one
-// exited may get the same token, every 64th call also compares the thread
-// id (a system call). So a move is seen at once, or within 64 checks when
-// the thread left has died and its token was reused. Owned by one
-// goroutine; the zero value must be Set before use.
+// compares the runtime's M (the runtime's record of an OS thread, one per
+// thread for the thread's life: runtime.getm, a load, about 1 ns) with
+// the one recorded by Set. The check keeps the recorded M reachable, so
+// that its memory is never reused for the M of a later thread: a thread's
+// TLS block or FS base can be the one of a thread that exited, an M that
+// the check still refers to cannot. So Same is exact, and Tid is the
+// calling thread's id whenever Same holds. Owned by one goroutine; the
+// zero value reports false until Set.
 type ThreadCheck struct {
-	token uint64
-	tid   int
-	n     uint32
+	m   unsafe.Pointer // the thread's M, kept reachable (see above)
+	tid int
 }
 
-// Set records the calling thread.
-func (c *ThreadCheck) Set() { c.token, c.tid, c.n = ThreadToken(), Gettid(), 0 }
+// Set records the calling thread (one gettid).
+func (c *ThreadCheck) Set() { c.m, c.tid = getm(), Gettid() }
 
 // Same reports whether the caller runs on the thread recorded by Set.
-func (c *ThreadCheck) Same() bool {
-	if ThreadToken() != c.token {
-		return false
-	}
-	c.n++
-	return c.n%64 != 0 || Gettid() == c.tid
-}
+func (c *ThreadCheck) Same() bool { return c.m != nil && getm() == c.m }
+
+// Tid returns the id of the thread recorded by Set (0 before Set): the
+// caller's own thread id while Same reports true.
+func (c *ThreadCheck) Tid() int { return c.tid }
+
+// getm returns the calling goroutine's M (runtime.getm, exported for
+// linkname: go.dev/issue/67401). The runtime declares it as returning a
+// uintptr; it is declared here as a pointer, the same machine word, so
+// that ThreadCheck's copy keeps the M reachable. parkstamp.s lets this
+// bodyless declaration compile.
+//
+//go:linkname getm runtime.getm
+func getm() unsafe.Pointer

@@ -5,52 +5,48 @@ import (
 	"testing"
 )
 
-// TestThreadCheckCatchesTokenReuse: a thread's token can be the token of
-// a thread that exited (the runtime or libc reuses the TLS block: seen in
-// 40-60% of tries here), so the token alone cannot tell a worker that it
-// left its thread when the thread it left died and a new one took its
-// place. ThreadCheck also compares the tid every 64th check: a reused token
-// with another tid is caught within 64 items.
-func TestThreadCheckCatchesTokenReuse(t *testing.T) {
-	reused := 0
+// TestThreadCheckExactAfterThreadExit: a thread's TLS block (its FS base)
+// can be the one of a thread that exited (the runtime reuses the memory:
+// seen in 40-60% of tries here), so a check by FS base alone told a new
+// thread that it was the dead one. A ThreadCheck set on a thread that
+// exited must report false on any other thread, at the first check:
+// PIMutex.LockOn writes Tid into a PI futex word when Same holds.
+func TestThreadCheckExactAfterThreadExit(t *testing.T) {
 	for i := 0; i < 50; i++ {
-		ch := make(chan [2]uint64)
+		var c ThreadCheck
+		done := make(chan struct{})
 		go func() {
 			runtime.LockOSThread() // ends locked: its thread exits
-			ch <- [2]uint64{ThreadToken(), uint64(Gettid())}
+			c.Set()
+			close(done)
 		}()
-		a := <-ch
+		<-done
 		runtime.Gosched()
+		same := make(chan bool)
 		go func() {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			ch <- [2]uint64{ThreadToken(), uint64(Gettid())}
+			same <- c.Same()
 		}()
-		b := <-ch
-		if a[0] == b[0] && a[1] != b[1] {
-			reused++
+		if <-same {
+			t.Fatalf("try %d: a new thread passed the check of a thread that exited", i)
 		}
 	}
-	t.Logf("a new thread had an exited thread's token in %d of 50 tries", reused)
 
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var c ThreadCheck
+	if c.Same() {
+		t.Fatal("a check never Set reports the same thread")
+	}
 	c.Set()
 	for i := 0; i < 200; i++ {
 		if !c.Same() {
 			t.Fatalf("check %d: not the same thread, on the thread it was set on", i)
 		}
 	}
-	// Same token, another tid: what a new thread with a dead one's TLS
-	// block looks like.
-	c.tid = -1
-	caught := false
-	for i := 0; i < 64 && !caught; i++ {
-		caught = !c.Same()
-	}
-	if !caught {
-		t.Fatal("a reused token with another tid passed 64 checks")
+	if c.Tid() != Gettid() {
+		t.Fatalf("Tid() = %d, want the thread's %d", c.Tid(), Gettid())
 	}
 }
 
