@@ -50,6 +50,12 @@ func (wk *worker) parkMeasured() {
 		return
 	}
 	handOff := wk.handOffAtPark()
+	if handOff && pholdNs > 0 {
+		pholdHandOff.Add(1)
+	}
+	if !handOff && wk.holdP() {
+		return
+	}
 	switch {
 	case stagesOn():
 		wk.parkStamped(handOff)
