@@ -86,7 +86,6 @@ type pool struct {
 	// kernel's wake_cpu hint done by hand).
 	repatriate bool
 	mayspin    bool            // I: unbound and not RT: its workers may spin before parking (spinOK)
-	holding    atomic.Bool     // A: one of its workers holds its P in a park (phold.go)
 	pod        []int           // I: repatriate: the pod's CPUs
 	podSet     topology.CPUSet // I: repatriate: the pod's CPUs
 
@@ -358,15 +357,6 @@ func (pm *poolMutex) Unlock() {
 	if wk != nil {
 		if stagesOn() {
 			wk.unparkStamped() // stage timestamps (stages.go)
-		} else if pm.pi && yieldOn && wk.gch == nil {
-			wk.haveP.Store(0)
-			if wk.unpark() && sched.NoIdleP() {
-				yieldTries.Add(1)
-				sched.YieldPUntil(&wk.haveP, 20)
-				if wk.haveP.Load() != 0 {
-					yieldHits.Add(1)
-				}
-			}
 		} else {
 			wk.unpark()
 		}

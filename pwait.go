@@ -50,12 +50,6 @@ func (wk *worker) parkMeasured() {
 		return
 	}
 	handOff := wk.handOffAtPark()
-	if handOff && pholdNs > 0 {
-		pholdHandOff.Add(1)
-	}
-	if !handOff && wk.holdP() {
-		return
-	}
 	switch {
 	case stagesOn():
 		wk.parkStamped(handOff)

@@ -111,7 +111,6 @@ type worker struct {
 	// queue while pwaitSet (pwait.go).
 	pwait    int64
 	pwaitSet bool
-	haveP    atomic.Uint32 // experiment
 }
 
 // itemStage is where the worker is with its current item.
@@ -308,7 +307,6 @@ func (wk *worker) loop() {
 		wk.settleCPU()
 		t0 := nanotime()
 		wk.parkMeasured()
-		wk.haveP.Store(1)
 		wk.lastPark = nanotime() - t0
 		wk.scanOn()
 		if h := wakeHook.Load(); h != nil {

@@ -76,12 +76,6 @@ normal class's p99 at least 10x RT's, and the best RT row's max within 10x
 			}
 			fmt.Fprintf(stderr, "wake: measuring %d samples of %d configurations under load %q, queuer %s, go-load %d, gc-load %d MiB/s, explain %v...\n",
 				samples, rows, load, o.Queuer, goLoad, o.GCLoad, o.Explain)
-			defer func() {
-				h, m, b, ho := wq.PHoldCounts()
-				fmt.Fprintf(stderr, "phold: %d hits %d misses %d busy %d handoff\n", h, m, b, ho)
-				yt, yh := wq.YieldCounts()
-				fmt.Fprintf(stderr, "qyield: %d tries %d hits\n", yt, yh)
-			}()
 			return runExperiment(cmd.Context(), wake.Experiment(o), asJSON, "", stdout)
 		},
 	}
