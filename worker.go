@@ -677,6 +677,12 @@ func (wk *worker) endItem(w *Work, pq *pwq, t *wqtrace.Tracer) {
 	pq.stats.exec.observe(end - wk.currentAt)
 	if wk.gch != nil {
 		// Goroutine workers are not charged CPU time (gopool.go).
+	} else if !wk.thread.Same() {
+		// fn unlocked the goroutine and it moved (processOne retires the
+		// worker next): the caller's CPU clock is another thread's, whose
+		// difference with lastCPU means nothing (it may be negative). What
+		// the worker's thread used since its last read is not charged.
+		wk.cpuOwe = nil
 	} else if cpuAccounting.Load() {
 		if wk.cpuOff {
 			// Accounting was off for earlier items: charge this item no
