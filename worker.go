@@ -639,8 +639,8 @@ const cpuSettleEvery = time.Millisecond
 // settleCPU reads the thread's CPU clock and charges what was used since
 // the last read to wk.cpuOwe; now is the caller's nanotime (0: read it).
 // On the worker's goroutine, on its thread, no lock needed. A pwq retired
-// between the item and the read loses the charge (its counters were
-// already folded into its queue's).
+// between the item and the read is charged through its queue
+// (pwq.chargeCPU).
 func (wk *worker) settleCPU(now int64) {
 	pq := wk.cpuOwe
 	if pq == nil {
@@ -651,7 +651,7 @@ func (wk *worker) settleCPU(now int64) {
 	}
 	wk.cpuOwe = nil
 	c := sched.SelfCPUTime()
-	pq.stats.cpuTimeNs.Add(c - wk.lastCPU)
+	pq.chargeCPU(c - wk.lastCPU)
 	wk.lastCPU, wk.cpuReadAt = c, now
 }
 
@@ -705,7 +705,7 @@ func (wk *worker) endItem(w *Work, pq *pwq, t *wqtrace.Tracer) {
 		if pq := wk.cpuOwe; pq != nil {
 			wk.cpuOwe = nil
 			c := sched.SelfCPUTime()
-			pq.stats.cpuTimeNs.Add(max(0, c-wk.lastCPU-(end-wk.currentAt)))
+			pq.chargeCPU(max(0, c-wk.lastCPU-(end-wk.currentAt)))
 			wk.lastCPU, wk.cpuReadAt = c, end
 		}
 		wk.cpuOff = true
