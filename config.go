@@ -84,7 +84,10 @@ func init() {
 // run since. So a worker makes no system call per short item, awake or
 // parking between items; CPUtime counts every nanosecond the workers
 // spent in items and in their own loop, and lags by at most the CPU of
-// 1 ms of wall time per worker (QueueStats.CPUTime). When off, CPUtime stays 0; CPU used while it is off is charged to no
+// 1 ms of wall time per worker (QueueStats.CPUTime); a worker whose
+// goroutine a work function moved off its thread (runtime.UnlockOSThread)
+// is retired without charging what it owed, since its thread's clock is
+// no longer the caller's. When off, CPUtime stays 0; CPU used while it is off is charged to no
 // queue after it is turned on again (the first item to end after a switch
 // is charged at most its wall time).
 func SetCPUAccounting(on bool) { cpuAccounting.Store(on) }

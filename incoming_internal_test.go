@@ -45,9 +45,10 @@ func TestPushBouncedByDeadPwq(t *testing.T) {
 // TestMarkDeadSeesPush: markPwqDead refuses to retire a pwq for which an
 // item was pushed and not yet drained (the queuer may have seen the pwq
 // alive, so it will not take the item back): it links the item instead,
-// which then runs.
+// which then runs. Thread workers only: goroutine workers never scan, so
+// nothing is pushed to their pools.
 func TestMarkDeadSeesPush(t *testing.T) {
-	q, err := Alloc("markdead", Unbound, 0)
+	q, err := Alloc("markdead", Unbound, 0, Threads())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,15 +57,19 @@ func TestMarkDeadSeesPush(t *testing.T) {
 	p := pq.pool
 	undo := fakeScanner(p)
 	w, ran := pendedItem(t)
+	// markPwqDead runs with the lock held; take it without the drain that
+	// Lock does, and before the push (which takes no lock while a scanner
+	// is present), as if the push came after that drain: any other holder
+	// of the lock (a worker starting up) would drain the item first.
+	p.mu.lockNoDrain()
 	if !q.tryPush(cpuUnbound, pq, w) {
+		p.mu.Unlock()
 		t.Fatal("tryPush did not push with a scanner present")
 	}
 	if w.pwq.Load() != nil || p.incoming.Load() != w {
+		p.mu.Unlock()
 		t.Fatal("pushed item not waiting on the incoming stack")
 	}
-	// markPwqDead runs with the lock held; take it without the drain that
-	// Lock does, as if the push came after that drain.
-	p.mu.lockNoDrain()
 	dead := pq.markPwqDead(true)
 	stillDead := pq.dead
 	p.mu.Unlock()

@@ -242,15 +242,37 @@ type pwqStats struct {
 	latency      latencyHist  // queue-to-start
 	exec         latencyHist  // execution time (start to end)
 	pwait        latencyHist  // thread workers' wait for a P after futex_wait (pwait.go)
+	// folded is set by addFrom before it moves the counters to the
+	// queue's (the pwq retired): a later CPU charge moves itself there
+	// too (chargeCPU).
+	folded atomic.Bool
 }
 
 func (s *pwqStats) observeLatency(ns int64) { s.latency.observe(ns) }
 
+// chargeCPU adds ns of CPU time to pq's counter, or to its queue's
+// (q.retired) once pq retired: a worker charges what it owes at its next
+// clock read, which may come after an attribute change or Destroy retired
+// pq and folded its counters (addFrom). A Dekker pair with addFrom, which
+// sets folded and then takes the counter with a swap: a charge that the
+// swap missed sees folded and moves itself; one that it took is moved
+// once, by the swap. Safe from any goroutine.
+func (pq *pwq) chargeCPU(ns int64) {
+	s := &pq.stats
+	s.cpuTimeNs.Add(ns)
+	if s.folded.Load() {
+		if v := s.cpuTimeNs.Swap(0); v != 0 {
+			pq.wq.retired.cpuTimeNs.Add(v)
+		}
+	}
+}
+
 // addFrom adds o's counters to s (a retired pwq's counters to its queue's).
 func (s *pwqStats) addFrom(o *pwqStats) {
+	o.folded.Store(true) // before the counter is taken: see chargeCPU
 	s.started.Add(o.started.Load())
 	s.completed.Add(o.completed.Load())
-	s.cpuTimeNs.Add(o.cpuTimeNs.Load())
+	s.cpuTimeNs.Add(o.cpuTimeNs.Swap(0))
 	s.cpuIntensive.Add(o.cpuIntensive.Load())
 	s.cmWakeups.Add(o.cmWakeups.Load())
 	s.repatriated.Add(o.repatriated.Load())

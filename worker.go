@@ -639,8 +639,8 @@ const cpuSettleEvery = time.Millisecond
 // settleCPU reads the thread's CPU clock and charges what was used since
 // the last read to wk.cpuOwe; now is the caller's nanotime (0: read it).
 // On the worker's goroutine, on its thread, no lock needed. A pwq retired
-// between the item and the read loses the charge (its counters were
-// already folded into its queue's).
+// between the item and the read is charged through its queue
+// (pwq.chargeCPU).
 func (wk *worker) settleCPU(now int64) {
 	pq := wk.cpuOwe
 	if pq == nil {
@@ -651,7 +651,7 @@ func (wk *worker) settleCPU(now int64) {
 	}
 	wk.cpuOwe = nil
 	c := sched.SelfCPUTime()
-	pq.stats.cpuTimeNs.Add(c - wk.lastCPU)
+	pq.chargeCPU(c - wk.lastCPU)
 	wk.lastCPU, wk.cpuReadAt = c, now
 }
 
@@ -677,6 +677,12 @@ func (wk *worker) endItem(w *Work, pq *pwq, t *wqtrace.Tracer) {
 	pq.stats.exec.observe(end - wk.currentAt)
 	if wk.gch != nil {
 		// Goroutine workers are not charged CPU time (gopool.go).
+	} else if !wk.thread.Same() {
+		// fn unlocked the goroutine and it moved (processOne retires the
+		// worker next): the caller's CPU clock is another thread's, whose
+		// difference with lastCPU means nothing (it may be negative). What
+		// the worker's thread used since its last read is not charged.
+		wk.cpuOwe = nil
 	} else if cpuAccounting.Load() {
 		if wk.cpuOff {
 			// Accounting was off for earlier items: charge this item no
@@ -699,7 +705,7 @@ func (wk *worker) endItem(w *Work, pq *pwq, t *wqtrace.Tracer) {
 		if pq := wk.cpuOwe; pq != nil {
 			wk.cpuOwe = nil
 			c := sched.SelfCPUTime()
-			pq.stats.cpuTimeNs.Add(max(0, c-wk.lastCPU-(end-wk.currentAt)))
+			pq.chargeCPU(max(0, c-wk.lastCPU-(end-wk.currentAt)))
 			wk.lastCPU, wk.cpuReadAt = c, end
 		}
 		wk.cpuOff = true

@@ -1,0 +1,127 @@
+package wq
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gowq/wq/internal/sched"
+)
+
+// spinThreadCPU burns at least d of the calling thread's CPU time.
+func spinThreadCPU(d time.Duration) {
+	c0 := sched.SelfCPUTime()
+	for sched.SelfCPUTime()-c0 < int64(d) {
+	}
+}
+
+// TestCPUTimeNotChargedFromAnotherThread: an item whose goroutine left
+// the worker's thread ends on another thread, whose CPU clock has nothing
+// to do with the worker's last read. Fault caught: endItem reading the
+// clock of the thread the goroutine moved to and charging its difference
+// with the worker thread's last read (any amount, even negative: CPUTime
+// then goes down, below the CPU the queue's earlier item used).
+func TestCPUTimeNotChargedFromAnotherThread(t *testing.T) {
+	SetCPUAccounting(true) // the default
+	q, err := Alloc("cpu-moved", Unbound, 1, Threads())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Destroy()
+	type seen struct {
+		burnTid, moveTid int
+		burnt            time.Duration
+		moved            bool
+	}
+	res := make(chan seen, 1)
+	var s seen
+	// The first item makes the worker thread's CPU clock large (and is
+	// charged at its end: it runs well over 50 us); the second, queued by
+	// the first and run after it by the same worker (max_active 1), moves
+	// off the thread.
+	second := func() {
+		s.moveTid = sched.Gettid()
+		s.moved = moveOffThread()
+		res <- s
+	}
+	if err := q.Go(func() {
+		s.burnTid = sched.Gettid()
+		c0 := sched.SelfCPUTime()
+		spinThreadCPU(300 * time.Millisecond)
+		s.burnt = time.Duration(sched.SelfCPUTime() - c0)
+		if err := q.Go(second); err != nil {
+			panic(err)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s = <-res
+	if s.burnTid != s.moveTid {
+		t.Skip("the two items ran on different worker threads")
+	}
+	if !s.moved {
+		t.Skip("the work function's goroutine did not move to another thread")
+	}
+	q.Flush()
+	got := q.Stats().CPUTime
+	if got < s.burnt {
+		t.Errorf("Stats().CPUTime = %v after an item that used %v and one that left the thread; want at least %v (CPU charged from another thread's clock)", got, s.burnt, s.burnt)
+	}
+	if proc := time.Duration(sched.ProcessCPUTime()); got > proc {
+		t.Errorf("Stats().CPUTime = %v, more than the process's CPU time %v", got, proc)
+	}
+}
+
+// TestCPUTimeOwedToRetiredPwqIsKept: CPU a worker owes for short items
+// (charged at its next clock read, which may come after an attribute
+// change retired the items' pwq and folded its counters into the
+// queue's) stays in Stats().CPUTime. Fault caught: a charge added to a
+// retired pwq's counters after the fold, which no Stats reads any more.
+func TestCPUTimeOwedToRetiredPwqIsKept(t *testing.T) {
+	SetCPUAccounting(true) // the default
+	q, err := Alloc("cpu-retired", Unbound, 1, Threads())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Destroy()
+	// A pool of one CPU, which keeps one worker running the items: an
+	// unbound pool wakes a second worker only below its CPU count.
+	if err := q.SetCPUMask([]int{0}); err != nil {
+		t.Skipf("SetCPUMask([0]): %v", err)
+	}
+	var used time.Duration // guarded by the queue's max_active 1 and Flush
+	item := func(d time.Duration) func() {
+		return func() {
+			c0 := sched.SelfCPUTime()
+			spinThreadCPU(d)
+			used += time.Duration(sched.SelfCPUTime() - c0)
+		}
+	}
+	// A long item (its end reads the clock), then short ones queued by it
+	// and run by the same worker right after, well within 1 ms of wall
+	// time: their CPU is owed when the worker parks.
+	if err := q.Go(func() {
+		item(200 * time.Microsecond)()
+		for range 8 {
+			if err := q.Go(item(20 * time.Microsecond)); err != nil {
+				panic(err)
+			}
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	q.Flush()
+	if err := q.SetNice(19); err != nil { // a new pool; the old pwq retires
+		t.Skipf("SetNice(19): %v", err)
+	}
+	// The old pool's worker charges what it owes at its exit at the
+	// latest.
+	deadline := time.Now().Add(5 * time.Second)
+	got := q.Stats().CPUTime
+	for got < used && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		got = q.Stats().CPUTime
+	}
+	if got < used {
+		t.Errorf("Stats().CPUTime = %v, want at least the %v the items used (CPU charged to the retired pwq was lost)", got, used)
+	}
+}
