@@ -219,3 +219,17 @@ func (dw *DelayedWork) ArmedOnRT() bool {
 	defer dw.mu.Unlock()
 	return dw.armedOn != nil && dw.timer.OnRT()
 }
+
+// SetSetupHook makes the setup of every new worker thread of the pool
+// serving q's pwq for cpu call h between reading the pool's CPUs and
+// applying them; the returned function removes it.
+func SetSetupHook(q *Workqueue, cpu int, h func()) (restore func()) {
+	target := q.table.Load().cpu[cpu].pool
+	f := func(p *pool) {
+		if p == target {
+			h()
+		}
+	}
+	setupHook.Store(&f)
+	return func() { setupHook.Store(nil) }
+}

@@ -264,6 +264,10 @@ func (wk *worker) main() {
 	clean = true
 }
 
+// setupHook, when set (tests), runs in setup between the read of the
+// pool's CPUs and their application to the thread.
+var setupHook atomic.Pointer[func(*pool)]
+
 // setup names the thread and applies the pool's affinity and class. The
 // class is always set, also the normal one (SCHED_OTHER, nice 0): a new
 // thread inherits the nice and policy of whichever thread created it. If
@@ -278,9 +282,28 @@ func (wk *worker) setup(p *pool) error {
 	p.mu.Unlock()
 	c := p.key.class
 	attr := sched.Attr{Policy: c.policy, Priority: c.prio, Nice: c.nice}
+	if h := setupHook.Load(); h != nil {
+		(*h)(p) // tests: a hotplug event between the read and the apply
+	}
 	r := sched.ThreadSetup{Name: wk.name, CPUs: cpus, Attr: attr}.Apply()
 	if r.Affinity != nil {
 		return r.Affinity
+	}
+	// A hotplug event between the read of p.cpus and the apply moved this
+	// thread (its tid is registered: applyTopology sets it) and the apply
+	// then put the old CPUs back: apply again until the CPUs set are the
+	// pool's. A later event sets the thread's CPUs itself.
+	for {
+		p.mu.Lock()
+		now := p.cpus
+		p.mu.Unlock()
+		if equalInts(now, cpus) {
+			break
+		}
+		cpus = now
+		if err := sched.SetAffinity(0, cpus); err != nil {
+			return err
+		}
 	}
 	err := r.Class
 	if err == nil {
