@@ -401,12 +401,17 @@ func (p *pool) createWorker() bool {
 	}
 	wk := &worker{pool: p, id: p.nextID, parkCPU: -1}
 	p.nextID++
-	if p.key.cpu >= 0 {
-		wk.name = fmt.Sprintf("kworker/%d:%d%s", p.key.cpu, wk.id, p.key.class.suffix())
-	} else if p.key.goro {
-		wk.name = fmt.Sprintf("gworker/u%d:%d", p.id, wk.id)
-	} else {
-		wk.name = fmt.Sprintf("kworker/u%d:%d%s", p.id, wk.id, map[bool]string{true: "F"}[p.key.class.rt()])
+	// strconv, not fmt: a burst of blocking items on a cold goroutine
+	// pool starts a worker per item, one after the other.
+	switch {
+	case p.key.cpu >= 0:
+		wk.name = "kworker/" + strconv.Itoa(p.key.cpu) + ":" + strconv.Itoa(wk.id) + p.key.class.suffix()
+	case p.key.goro:
+		wk.name = "gworker/u" + strconv.Itoa(p.id) + ":" + strconv.Itoa(wk.id)
+	case p.key.class.rt():
+		wk.name = "kworker/u" + strconv.Itoa(p.id) + ":" + strconv.Itoa(wk.id) + "F"
+	default:
+		wk.name = "kworker/u" + strconv.Itoa(p.id) + ":" + strconv.Itoa(wk.id)
 	}
 	wk.curPool.Store(p)
 	p.workers = append(p.workers, wk)
