@@ -19,6 +19,7 @@ import (
 	"github.com/gowq/wq"
 	"github.com/gowq/wq/internal/sched"
 	"github.com/gowq/wq/internal/testutil"
+	"github.com/gowq/wq/internal/topology"
 	"github.com/gowq/wq/wqtrace"
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
@@ -575,4 +576,28 @@ func benchQueueOnly(b *testing.B, opts ...wq.Option) {
 			b.Fatal("QueueOn of an idle item returned false")
 		}
 	}
+}
+
+// hotplugTopologies returns the last online CPU (the one a hotplug test
+// takes away), the others, the machine's topology as sysfs reads it and a
+// static topology without that CPU; the test's cleanup restores the sysfs
+// source. It skips with fewer than 2 CPUs.
+func hotplugTopologies(t *testing.T) (cpu int, rest []int, real, reduced *topology.Topology) {
+	t.Helper()
+	online := wq.OnlineCPUs()
+	if len(online) < 2 {
+		t.Skip("needs 2 CPUs")
+	}
+	cpu = online[len(online)-1]
+	real, err := (&topology.SysfsSource{}).Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range online {
+		if c != cpu {
+			rest = append(rest, c)
+		}
+	}
+	t.Cleanup(func() { _ = wq.SetTopologySource(nil) })
+	return cpu, rest, real, topology.NewStatic(topology.NewCPUSet(rest...), nil, nil, nil)
 }

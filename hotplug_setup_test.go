@@ -20,22 +20,7 @@ import (
 // already moved its thread to the new ones (TestHotplugInjected failed so
 // under load: "worker after rebind has affinity [0], want [1]").
 func TestHotplugDuringWorkerSetup(t *testing.T) {
-	online := wq.OnlineCPUs()
-	if len(online) < 2 {
-		t.Skip("needs 2 CPUs")
-	}
-	cpu := online[len(online)-1]
-	real, err := (&topology.SysfsSource{}).Read()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rest []int
-	for _, c := range online {
-		if c != cpu {
-			rest = append(rest, c)
-		}
-	}
-	t.Cleanup(func() { _ = wq.SetTopologySource(nil) })
+	cpu, _, real, reduced := hotplugTopologies(t)
 	q := mustAlloc(t, "hotplug-setup", wq.PerCPU, 2)
 	release := make(chan struct{})
 	started := make(chan struct{}, 2)
@@ -51,7 +36,7 @@ func TestHotplugDuringWorkerSetup(t *testing.T) {
 	hold := wq.HoldWakeups(q, cpu)
 	q.QueueOn(cpu, wq.NewWork(blocker))
 	time.Sleep(10 * time.Millisecond) // the spare is woken and held
-	if err := wq.SetTopologySource(&topology.StaticSource{T: topology.NewStatic(topology.NewCPUSet(rest...), nil, nil, nil)}); err != nil {
+	if err := wq.SetTopologySource(&topology.StaticSource{T: reduced}); err != nil {
 		t.Fatal(err)
 	}
 	// The CPU returns during that spare's setup.

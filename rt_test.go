@@ -184,23 +184,7 @@ func privChild() {
 // per-CPU pool of CPU 1 is disassociated (its workers may run on CPU 0),
 // its pending item still runs, and it is rebound when the CPU returns.
 func TestHotplugInjected(t *testing.T) {
-	online := wq.OnlineCPUs()
-	if len(online) < 2 {
-		t.Skip("needs 2 CPUs")
-	}
-	cpu := online[len(online)-1]
-	real, err := (&topology.SysfsSource{}).Read()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rest []int
-	for _, c := range online {
-		if c != cpu {
-			rest = append(rest, c)
-		}
-	}
-	reduced := topology.NewStatic(topology.NewCPUSet(rest...), nil, nil, nil)
-	t.Cleanup(func() { _ = wq.SetTopologySource(nil) })
+	cpu, rest, real, reduced := hotplugTopologies(t)
 	var changes atomic.Int32
 	cancel := wq.OnCPUChange(func([]int) { changes.Add(1) })
 	defer cancel()
