@@ -28,7 +28,9 @@ func TestLockFreeQueueAccounting(t *testing.T) {
 		{"unbound", wq.Unbound, 3, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			q := mustAlloc(t, "lockfree-"+c.name, c.flags, 0)
+			// Threads: goroutine-backed pools (a niced process's unbound
+			// queue at the process's nice) never take the lock-free path.
+			q := mustAlloc(t, "lockfree-"+c.name, c.flags, 0, wq.Threads())
 			if c.attrs {
 				// A niced unprivileged process may not set nice 3.
 				c.nice = reachableNice(t, c.nice)
