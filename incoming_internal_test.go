@@ -72,11 +72,14 @@ func TestMarkDeadSeesPush(t *testing.T) {
 	}
 	dead := pq.markPwqDead(true)
 	stillDead := pq.dead
+	// Read under the lock: once it is free, a worker may take the item
+	// (processOne clears w.pwq as it dequeues it).
+	linked := w.pwq.Load() == pq
 	p.mu.Unlock()
 	if dead || stillDead {
 		t.Fatalf("markPwqDead retired a pwq with a pushed item (returned %v, dead %v)", dead, stillDead)
 	}
-	if w.pwq.Load() != pq {
+	if !linked {
 		t.Fatal("the pushed item was not linked to its pwq")
 	}
 	undo()
