@@ -45,7 +45,9 @@ type Attrs struct {
 	// Nice is the workers' nice (-20..19). It is the "nice" attribute of
 	// an unbound queue of PolicyNormal; on the other queues (per-CPU, RT)
 	// and classes (HighPri, FIFO) the class fixes it, and Attrs reports
-	// that value.
+	// that value. A goroutine-backed queue (nice 0 or the process's nice;
+	// Workqueue.GoroutineBacked) has no threads of its own: its items
+	// run at the nice of the process's threads, whatever Nice says.
 	Nice int
 	// CPUs is an unbound queue's own cpumask (the "cpumask" attribute), in
 	// increasing order; nil means every CPU. Always nil on a per-CPU queue.

@@ -83,7 +83,10 @@ func (pm *poolMutex) unlockPlugged(plug *wakePlug) {
 // finds the whole batch (the block layer's plug, blk_start_plug /
 // blk_finish_plug, around queue_work calls). An item that lands on a pool
 // whose worker is between items is taken without a wake-up, as with Queue.
-// A Work that appears twice in ws is queued once (the second is pending).
+// A Work that appears twice in ws is queued twice only if a worker took
+// the first instance (it is no longer pending) before the second is
+// reached, exactly as two Queue calls would; otherwise the second is
+// skipped as pending. The returned count includes both.
 // Never blocks; no allocation for batches that touch at most 8 pools.
 // Safe from any goroutine, also from a work function (then, as Queue, it
 // is chained work on a draining queue).

@@ -209,3 +209,29 @@ func TestQueueBatchWakesAfterLastInsertion(t *testing.T) {
 		})
 	}
 }
+
+// A Work that appears twice in a batch is queued once, or twice when a
+// worker took the first instance before the second was reached (as two
+// Queue calls): the count QueueBatch returns is always the number of runs
+// it caused. Catches a count that says "queued once" for an item that ran
+// twice, or the reverse.
+func TestQueueBatchDuplicateCountMatchesRuns(t *testing.T) {
+	for _, flags := range []wq.Flags{wq.Unbound, wq.PerCPU} {
+		q := mustAlloc(t, "batch-dup", flags, 0)
+		var runs atomic.Int64
+		a := wq.NewWork(func() { runs.Add(1) })
+		others := make([]*wq.Work, 32)
+		for i := range others {
+			others[i] = wq.NewWork(func() { runs.Add(1) })
+		}
+		batch := append(append([]*wq.Work{a}, others...), a)
+		var counted int64
+		for range 2000 {
+			counted += int64(q.QueueBatch(batch...))
+			q.Flush()
+		}
+		if got := runs.Load(); got != counted {
+			t.Errorf("%v: QueueBatch counted %d queued, %d runs", flags, counted, got)
+		}
+	}
+}

@@ -109,6 +109,11 @@
 //   - no CPU accounting: Stats().CPUTime stays 0 for such queues (a
 //     goroutine's thread runs other goroutines too, and the runtime has no
 //     per-goroutine CPU clock); the exec-time histogram is kept;
+//   - no lock-free push: every queue call takes the pool lock
+//     (Stats().Pushed stays 0);
+//   - the items run at the nice and policy of the process's threads: in a
+//     process started niced, at its nice, while a thread-backed normal
+//     pool's workers get nice 0 where the process may lower its nice;
 //   - dumps (Pools, wqhttp's wq_dump and /ui) show the workers as
 //     "gworker/u<pool>:<id>" with tid 0 and CPU -1 (PoolInfo.Goroutines);
 //     a tracer's execute events from them carry tid 0 and that name; the

@@ -66,6 +66,13 @@ var (
 // kworker threads with their own tids, visible in top and ps, concurrency
 // managed by the CM monitor, and charged CPU time per queue. It has no
 // effect on other queues, which are thread-backed anyway.
+//
+// In a process started niced (nice -n 19), the items of a default queue
+// run at the process's nice, as every goroutine does; with Threads() its
+// workers get the class's nice 0 where the process may lower its nice
+// (root, CAP_SYS_NICE, RLIMIT_NICE), and keep the inherited nice
+// otherwise (Stats().ClassError says so). GOWQ_THREADS=1 does the same
+// for every default queue.
 func Threads() Option { return func(o *options) { o.threads = true } }
 
 // processNice returns the nice of the process (its main thread), or 0 if
