@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"runtime"
@@ -70,6 +71,13 @@ type tracerFunc func(ev *wqtrace.Event)
 func (f tracerFunc) Trace(ev *wqtrace.Event) { f(ev) }
 
 func TestMain(m *testing.M) {
+	// The suite provokes thousands of reported errors and panics on
+	// purpose: keep them out of the output, where they would bury a
+	// failure, unless GOWQ_TEST_LOG=1. Tests that read the reports set
+	// their own handler or logger.
+	if os.Getenv("GOWQ_TEST_LOG") != "1" {
+		slog.SetDefault(slog.New(slog.DiscardHandler))
+	}
 	goleak.VerifyTestMain(m,
 		// ants/v2 starts its default pool's goroutines at package init.
 		goleak.IgnoreAnyFunction("github.com/panjf2000/ants/v2.(*poolCommon).purgeStaleWorkers"),
