@@ -403,6 +403,14 @@ func (wk *worker) loop() {
 			// when this one sleeps (may_start_working/manage_workers).
 			if !p.mayStartWorking() {
 				p.createWorker()
+				if p.mu.g && p.worklist.len() > 2 {
+					// A goroutine pool has no CM to start workers for
+					// blocked items: a burst reaches its items through
+					// these starts, and two per start make the chain a
+					// tree (docs/decisions.md, "Goroutine pools: two new
+					// workers per start").
+					p.createWorker()
+				}
 			}
 			if p.cm {
 				p.setCounted(wk, true)
