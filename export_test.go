@@ -233,3 +233,8 @@ func SetSetupHook(q *Workqueue, cpu int, h func()) (restore func()) {
 	setupHook.Store(&f)
 	return func() { setupHook.Store(nil) }
 }
+
+// MoveOffThread, called from a work function on a thread worker, moves
+// the worker's goroutine off its thread (moveOffThread) and reports
+// whether it moved.
+func MoveOffThread() bool { return moveOffThread() }

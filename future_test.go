@@ -169,7 +169,7 @@ func TestFutureWaitFromOwnFunctionAfterThreadMove(t *testing.T) {
 			ready := make(chan struct{})
 			f = wq.Submit(q, context.Background(), func(context.Context) (int, error) {
 				<-ready
-				m := moveOffWorkerThread()
+				m := wq.MoveOffThread()
 				moved <- m
 				if m {
 					_, err := f.Wait(nil)

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -571,37 +570,6 @@ func TestGroupInnerGoAtLimitOnPerCPUQueue(t *testing.T) {
 	}
 }
 
-// moveOffWorkerThread, called from a work function, unlocks the worker's
-// goroutine from its thread (every LockOSThread level the worker holds)
-// and blocks until the goroutine runs on another thread: a helper
-// goroutine locks the old thread while this one sleeps. It reports
-// whether the goroutine moved. The worker is retired after the item
-// (its thread was lost), as for any work function that does this.
-func moveOffWorkerThread() bool {
-	old := syscall.Gettid()
-	for range 200 {
-		runtime.UnlockOSThread()
-	}
-	for range 200 {
-		release := make(chan struct{})
-		locked := make(chan struct{})
-		go func() {
-			runtime.LockOSThread()
-			close(locked)
-			<-release
-			runtime.UnlockOSThread()
-		}()
-		time.Sleep(50 * time.Microsecond)
-		moved := syscall.Gettid() != old
-		<-locked
-		close(release)
-		if moved {
-			return true
-		}
-	}
-	return false
-}
-
 // TestGroupWaitFromOwnFunctionAfterThreadMove catches a Group.Wait called
 // from inside one of the group's functions that waits forever instead of
 // returning ErrDeadlock because the function unlocked the worker's
@@ -621,7 +589,7 @@ func TestGroupWaitFromOwnFunctionAfterThreadMove(t *testing.T) {
 			res := make(chan error, 1)
 			moved := make(chan bool, 1)
 			g.Go(func(context.Context) error {
-				m := moveOffWorkerThread()
+				m := wq.MoveOffThread()
 				moved <- m
 				if m {
 					res <- g.Wait()
@@ -659,10 +627,10 @@ func TestGoAPIFunctionsThatLeaveTheWorkerThread(t *testing.T) {
 	var ran atomic.Int32
 	g, _ := q.NewGroup(context.Background())
 	for range 3 {
-		g.Go(func(context.Context) error { moveOffWorkerThread(); ran.Add(1); return nil })
+		g.Go(func(context.Context) error { wq.MoveOffThread(); ran.Add(1); return nil })
 	}
-	f := wq.Submit(q, context.Background(), func(context.Context) (int, error) { moveOffWorkerThread(); ran.Add(1); return 5, nil })
-	if err := q.Go(func() { moveOffWorkerThread(); ran.Add(1) }); err != nil {
+	f := wq.Submit(q, context.Background(), func(context.Context) (int, error) { wq.MoveOffThread(); ran.Add(1); return 5, nil })
+	if err := q.Go(func() { wq.MoveOffThread(); ran.Add(1) }); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)

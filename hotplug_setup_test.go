@@ -10,6 +10,7 @@ import (
 
 	"github.com/gowq/wq"
 	"github.com/gowq/wq/internal/sched"
+	"github.com/gowq/wq/internal/testutil"
 	"github.com/gowq/wq/internal/topology"
 )
 
@@ -61,7 +62,7 @@ func TestHotplugDuringWorkerSetup(t *testing.T) {
 	// The new worker may still be in its setup: its CPUs must become the
 	// pool's, and stay so.
 	var wrong []string
-	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(testutil.Timeout); ; time.Sleep(time.Millisecond) {
 		wrong = wrong[:0]
 		for _, tid := range workerTIDs(q, cpu) {
 			if aff, _ := sched.Affinity(tid); !slices.Equal(aff, []int{cpu}) {
@@ -73,7 +74,7 @@ func TestHotplugDuringWorkerSetup(t *testing.T) {
 		}
 	}
 	if len(wrong) > 0 {
-		t.Errorf("3 s after CPU %d returned, workers of its pool are not bound to it: %v", cpu, wrong)
+		t.Errorf("%v after CPU %d returned, workers of its pool are not bound to it: %v", testutil.Timeout, cpu, wrong)
 	}
 }
 

@@ -151,8 +151,8 @@ func reportError(op, fn string, err error) {
 // the same worker as the caller, me (see actors), so that a wait it
 // starts on that worker returns ErrDeadlock instead of waiting for the
 // caller, which waits for it; errorHandler marks a helper running the
-// error handler (see reportError). Costs a goroutine and a few us
-// (sched.GoroutineState); used on error paths only.
+// error handler (see reportError). Costs a goroutine; used on error paths
+// only.
 func deliver(me actor, what string, errorHandler bool, fn func()) {
 	report.Contained(func() {
 		defer actors.Enter(actor{wk: me.wk, errorHandler: errorHandler})()

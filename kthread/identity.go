@@ -27,9 +27,8 @@ type actor struct {
 	errorHandler bool
 }
 
-// whoAmI returns the calling goroutine's entry in actors (zero if none).
-// It costs a few us (sched.GoroutineState formats a traceback); it is
-// called only on paths that are about to block or to report an error.
+// whoAmI returns the calling goroutine's entry in actors (zero if none):
+// a goroutine id (sched.GoroutineID) and a map lookup.
 func whoAmI() actor { return actors.Self() }
 
 // actingFor returns the worker the calling goroutine acts for, or nil.
