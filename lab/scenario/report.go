@@ -24,6 +24,7 @@ var reportTmpl = template.Must(template.New("report").Parse(reportTmplText))
 // reportPage is what report.html.tmpl renders.
 type reportPage struct {
 	Title     string
+	Answer    string // Results.Answer's text: the title's question answered
 	Started   string
 	Finished  string
 	Schema    string
@@ -69,6 +70,7 @@ type reportScenario struct {
 func (r *Results) WriteHTML(w io.Writer, printed []byte) error {
 	pg := reportPage{
 		Title:     "wqlab results",
+		Answer:    nbspUnits(r.Answer().Text),
 		Started:   fmtTime(r.Started),
 		Finished:  fmtTime(r.Finished),
 		Schema:    r.Schema,
@@ -116,6 +118,7 @@ func (r *Results) WriteHTML(w io.Writer, printed []byte) error {
 				rs.Table.Notes[i] = nbspUnits(rs.Table.Notes[i])
 			}
 			rs.Table.Caption = nbspUnits(rs.Table.Caption)
+			rs.Table.Detail = nbspUnits(rs.Table.Detail)
 			svg, err := s.plotSVG()
 			if err != nil {
 				rs.PlotErr = err.Error()
