@@ -40,8 +40,10 @@ type Answer struct {
 	BestIn      int // tables where Overall is the best gowq row
 	NextOverall *Row
 	NextMean    float64
-	// Text is the answer in one line.
-	Text string
+	// Text is the answer in one line: Headline (the overall row and its
+	// margins), then Details (each table's best gowq row, and where an
+	// outside pool beat them all).
+	Text, Headline, Details string
 }
 
 // answerMetric is the latency a table's answer compares: the verdict's
@@ -119,7 +121,8 @@ func (r *Results) Answer() Answer {
 		a.Tables = append(a.Tables, ta)
 	}
 	a.overall()
-	a.Text = a.text()
+	a.Headline, a.Details = a.text()
+	a.Text = strings.TrimSpace(a.Headline + " " + a.Details)
 	return a
 }
 
@@ -200,9 +203,9 @@ func (a *Answer) overall() {
 	}
 }
 
-func (a *Answer) text() string {
+func (a *Answer) text() (headline, details string) {
 	if len(a.Tables) == 0 || a.Overall == nil {
-		return "answer: no gowq row was measured, so this run cannot say which class to use."
+		return "answer: no gowq row was measured, so this run cannot say which class to use.", ""
 	}
 	var b strings.Builder
 	switch {
@@ -217,7 +220,10 @@ func (a *Answer) text() string {
 	if a.NextOverall != nil {
 		fmt.Fprintf(&b, " (geometric mean %.2fx; next: %s, %.2fx)", a.OverallMean, a.NextOverall.Label, a.NextMean)
 	}
-	b.WriteString(". Best gowq row per table: ")
+	b.WriteString(".")
+	headline = b.String()
+	b.Reset()
+	b.WriteString("Best gowq row per table: ")
 	var parts, outside []string
 	for i := range a.Tables {
 		t := &a.Tables[i]
@@ -238,7 +244,7 @@ func (a *Answer) text() string {
 		b.WriteString(". No outside Go pool beat the best gowq row in any table")
 	}
 	b.WriteString(". Whole-run figures, us; the verdicts say which margins every round confirms.")
-	return b.String()
+	return headline, b.String()
 }
 
 // fmtAnswer formats a row's figure on the table's answer metric.
