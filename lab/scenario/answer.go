@@ -89,7 +89,9 @@ func (r *Results) Answer() Answer {
 		var gowq []*Row
 		for j := range s.Rows {
 			x := &s.Rows[j]
-			if !measured(x) || !finite(get(x)) {
+			if !measured(x) || !finite(get(x)) || x.Batch > 0 {
+				// A batched row is the same queue as its unbatched one,
+				// queued another way (its idle items one per call).
 				continue
 			}
 			switch x.Kind {

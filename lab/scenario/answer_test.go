@@ -8,18 +8,19 @@ import (
 // answerResults is two tables with known figures: in submit (p98) RT
 // unbound strict is the best gowq row and the go statement beats every
 // gowq row; in delayed (p99) RT per-CPU is the best, and no outside pool
-// beats it.
+// beats it (a batched row, the same queue queued another way, does not
+// count).
 func answerResults() *Results {
 	mk := func(id string, v float64) Row {
 		c, _ := configByID(id)
-		return Row{ID: id, Label: c.Label, Kind: c.Kind, Class: c.Class, Items: 100,
+		return Row{ID: id, Label: c.Label, Kind: c.Kind, Class: c.Class, Batch: c.Batch, Items: 100,
 			QueueToStart: Latency{Count: 100, P98Us: v, P99Us: v}}
 	}
 	skipped := mk("highpri-percpu", 1)
 	skipped.Skipped, skipped.Items = true, 0
 	return &Results{Scenarios: []ScenarioResult{
 		{Name: Submit, Rows: []Row{mk("normal-unbound", 40), mk("rt-percpu", 12), mk("rt-unbound", 10), skipped, mk("go", 5), mk("ants", 20)}},
-		{Name: Delayed, Rows: []Row{mk("normal-percpu", 900), mk("rt-percpu", 30), mk("rt-unbound", 40), mk("go", 300)}},
+		{Name: Delayed, Rows: []Row{mk("normal-percpu", 900), mk("rt-percpu", 30), mk("rt-unbound", 40), mk("go", 300), mk("rt-percpu-batch", 1)}},
 		{Name: Verity, Skipped: true, SkipReason: "test"},
 	}}
 }
