@@ -141,7 +141,7 @@ func (q *Workqueue) applyAttrs(what string, change func(a *Attrs) error) error {
 // by apply_wqattrs_commit (commitAttrs).
 func (q *Workqueue) applyAttrsLocked(what string, change func(a *Attrs) error) error {
 	q.mu.Lock()
-	if q.destroying {
+	if q.life.load().destroying() {
 		q.mu.Unlock()
 		return fmt.Errorf("workqueue %s: %s: %w", q.name, what, ErrDestroyed)
 	}
@@ -240,7 +240,7 @@ func (q *Workqueue) commitAttrs(topo *topology.Topology, st attrsState) {
 // Destroy began meanwhile is left alone.
 func (q *Workqueue) restoreState(st attrsState) {
 	q.mu.Lock()
-	if q.destroying {
+	if q.life.load().destroying() {
 		q.mu.Unlock()
 		return
 	}
