@@ -27,23 +27,31 @@ import (
 // nothing; ModDelayed, whose grab changes the item, also checks the
 // lifecycle and the other queue before the grab.
 //
-// The lifecycle is one word, lifeState:
+// The lifecycle is one word, lifeState: live; draining(n), while n Drain
+// calls run; destroying, from the start of Destroy; destroyed, once its
+// drain is over and the pools are released. What each entry accepts:
 //
-//	live          every entry is admitted (within MaxPending).
-//	draining(n)   n Drain calls run. New instances from outside q's own
-//	              items are refused (ErrDraining); q's own items may
-//	              queue onto q (chained work, as is_chained_work allows).
-//	              Instances admitted before are accepted when they come
-//	              back: a timer that fires, DelayedWork.Flush of an armed
-//	              instance, the next item of a key, ModDelayed of an
-//	              instance pending on q. Arming a new delayed instance
-//	              counts as new.
-//	destroying    Destroy began: as draining, with refusals that match
-//	              both ErrDestroyed and ErrDraining (errDestroying), and
-//	              arming closed: closeTimers cancels the armed instances
-//	              and reports them (ErrDelayedPending).
-//	destroyed     the drain is over and the pools are released: every
-//	              entry is refused (ErrDestroyed).
+//	entry                        live  draining(n)  destroying     destroyed
+//	new, from outside q's items  yes   ErrDraining  errDestroying  ErrDestroyed
+//	new, from q's own items      yes   yes          yes            (none runs)
+//	armed, from outside          yes   ErrDraining  errDestroying  ErrDestroyed
+//	armed, from q's own items    yes   yes          ErrDestroyed   (none runs)
+//	comes back                   yes   yes          yes (*)        ErrDestroyed
+//
+// "New" is Queue*, Go*, Submit, Group.Go, QueueKeyed*, QueueBatch,
+// QueueContext, and QueueDelayed*/ModDelayed* of an idle item with no
+// delay; "armed" the same two with a delay. "Comes back" is an instance
+// admitted before: a timer that fired, DelayedWork.Flush of the armed
+// instance, a key's next item, ModDelayed of an instance pending on q
+// (re-armed, or queued at once where arming is closed). errDestroying
+// matches ErrDestroyed and ErrDraining. MaxPending applies to new
+// instances when they are queued (an armed one when its timer fires),
+// never to those that come back. (*) An armed instance taken off its timer
+// after Destroy closed the timers is cancelled and reported with the
+// other armed items (ErrDelayedPending): Destroy cancels what is armed.
+// Chained work is accepted while q drains, as is_chained_work allows:
+// the drain waits for the item that queues it, so it cannot be left
+// behind.
 //
 // Two report bits ride on the word: ErrDestroyed is reported once per
 // queue, ErrDraining once per drain (a new drain clears its bit).

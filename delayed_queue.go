@@ -12,7 +12,12 @@ import (
 // if dw was already pending or is disabled. For a per-CPU queue the item
 // runs on the CPU the caller was on; for an unbound queue on any CPU, as
 // the kernel arms an unbound item's timer as a global one
-// (add_timer_global), so that a hogged CPU does not hold the item. Never
+// (add_timer_global), so that a hogged CPU does not hold the item. The
+// queue's lifecycle applies with or without a delay (docs/go-users.md,
+// "Edges"): from outside q's own items while q drains it returns false and
+// reports ErrDraining; from the start of Destroy nothing is armed on q
+// (false, reported); on a destroyed queue false and ErrDestroyed (reported
+// once). A nil q returns false and reports ErrInvalidArgument. Never
 // blocks. Mirrors queue_delayed_work().
 func (q *Workqueue) QueueDelayed(dw *DelayedWork, d time.Duration) bool {
 	return q.queueDelayedOn("queue_delayed_work", cpuUnbound, dw, d)
