@@ -98,16 +98,11 @@ func (q *Workqueue) queueOnErr(cpu int, w *Work, plug *wakePlug) error {
 	return q.queuePendedErr(cpu, w, admitNew, plug)
 }
 
-// queuePended queues a new instance whose PENDING the caller owns
-// (__queue_work). It returns false, with PENDING released, if the queue
-// refuses it (admitPended), and reports the refusal.
-func (q *Workqueue) queuePended(reqCPU int, w *Work) bool {
-	return q.queuePendedFrom(reqCPU, w, admitNew)
-}
-
-// queuePendedFrom is queuePended for an instance of kind k: admitBack
-// for one admitted before (a timer that fired, a key's next item), which
-// a draining queue accepts.
+// queuePendedFrom queues an instance of kind k whose PENDING the caller
+// owns (__queue_work): admitNew, or admitBack for one admitted before (a
+// timer that fired, a key's next item), which a draining queue accepts.
+// It returns false, with PENDING released, if the queue refuses it
+// (admitPended), and reports the refusal.
 func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, k admitKind) bool {
 	return q.result("queue_work_on", w, q.queuePendedErr(reqCPU, w, k, nil))
 }
