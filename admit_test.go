@@ -35,6 +35,14 @@ func admEntries() []admEntry {
 	return []admEntry{
 		{"Queue", false, func(q *wq.Workqueue, fn func()) error { return boolErr(q.Queue(wq.NewWork(fn))) }},
 		{"QueueOn", false, func(q *wq.Workqueue, fn func()) error { return boolErr(q.QueueOn(0, wq.NewWork(fn))) }},
+		{"QueueNode", false, func(q *wq.Workqueue, fn func()) error { return boolErr(q.QueueNode(0, wq.NewWork(fn))) }},
+		{"QueueKeyedString", false, func(q *wq.Workqueue, fn func()) error {
+			return boolErr(q.QueueKeyedString("k", wq.NewWork(fn)))
+		}},
+		{"Group.TryGo", false, func(q *wq.Workqueue, fn func()) error {
+			g, _ := q.NewGroup(context.Background())
+			return boolErr(g.TryGo(func(context.Context) error { fn(); return nil }))
+		}},
 		{"QueueErr", false, func(q *wq.Workqueue, fn func()) error { _, err := q.QueueErr(wq.NewWork(fn)); return err }},
 		{"QueueOnErr", false, func(q *wq.Workqueue, fn func()) error { _, err := q.QueueOnErr(0, wq.NewWork(fn)); return err }},
 		{"QueueBatch", false, func(q *wq.Workqueue, fn func()) error { return boolErr(q.QueueBatch(wq.NewWork(fn)) == 1) }},
@@ -445,6 +453,9 @@ func TestNilRules(t *testing.T) {
 		"nil q Drain":        func() error { return (*wq.Workqueue)(nil).DrainContext(context.Background()) },
 		"nil q Destroy":      func() error { return (*wq.Workqueue)(nil).DestroyContext(context.Background()) },
 		"nil q SetMaxActive": func() error { return (*wq.Workqueue)(nil).SetMaxActive(4) },
+		"nil q SetNice":      func() error { return (*wq.Workqueue)(nil).SetNice(1) },
+		"nil q SetAttr":      func() error { return (*wq.Workqueue)(nil).SetAttr("nice", "1") },
+		"nil q Attr":         func() error { _, err := (*wq.Workqueue)(nil).Attr("nice"); return err },
 		"nil q Submit": func() error {
 			_, err := wq.Submit[int](nil, context.Background(), nil).Wait(context.Background())
 			return err

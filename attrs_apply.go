@@ -131,6 +131,9 @@ func (q *Workqueue) ApplyAttrs(a Attrs) error {
 // applyAttrs applies change to q's current Attrs and installs the result
 // (the one apply path). change runs with q.mu held and must not block.
 func (q *Workqueue) applyAttrs(what string, change func(a *Attrs) error) error {
+	if q == nil {
+		return errNilQueue // every attribute write on a nil queue
+	}
 	attrMu.RLock()
 	defer attrMu.RUnlock()
 	return q.applyAttrsLocked(what, change)
