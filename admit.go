@@ -35,7 +35,7 @@ import (
 //	new, from outside q's items  yes   ErrDraining  errDestroying  ErrDestroyed
 //	new, from q's own items      yes   yes          yes            (none runs)
 //	armed, from outside          yes   ErrDraining  errDestroying  ErrDestroyed
-//	armed, from q's own items    yes   yes          ErrDestroyed   (none runs)
+//	armed, from q's own items    yes   yes          errDestroying  (none runs)
 //	comes back                   yes   yes          yes (*)        ErrDestroyed
 //
 // "New" is Queue*, Go*, Submit, Group.Go, QueueKeyed*, QueueBatch,

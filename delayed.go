@@ -199,7 +199,7 @@ func (dw *DelayedWork) arm(q *Workqueue, cpu int, d time.Duration, k admitKind) 
 		}
 		dw.markCancelled()
 		dw.release()
-		return q.result(op, &dw.Work, ErrDestroyed)
+		return q.result(op, &dw.Work, errDestroying) // arming closed by Destroy
 	}
 	dw.wq.Store(q)
 	dw.cpu.Store(int32(cpu))
