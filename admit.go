@@ -42,8 +42,11 @@ import (
 // QueueContext, and QueueDelayed*/ModDelayed* of an idle item with no
 // delay; "armed" the same two with a delay. "Comes back" is an instance
 // admitted before: a timer that fired, DelayedWork.Flush of the armed
-// instance, a key's next item, ModDelayed of an instance pending on q
-// (re-armed, or queued at once where arming is closed). errDestroying
+// instance, a key's next item, and ModDelayed of an instance pending on q
+// that passed its lifecycle check, which ModDelayed makes before its grab
+// as for a new instance (re-armed, or queued at once where arming is
+// closed): from outside q's items while q drains, ModDelayed is refused
+// and the pending instance stays as it was. errDestroying
 // matches ErrDestroyed and ErrDraining. MaxPending applies to new
 // instances when they are queued (an armed one when its timer fires),
 // never to those that come back. (*) An armed instance taken off its timer
