@@ -74,18 +74,19 @@ func workOf(dw *DelayedWork) *Work {
 // CancelSync or DisableSync holds dw it returns true and queues nothing
 // (the canceller wins), also from inside dw's own function.
 //
-// Admission (docs/go-users.md, "Edges"): an instance pending on q is
-// re-armed or queued whatever q's state short of destroyed, and MaxPending
-// never refuses it; an idle item, or one pending on another queue, is a
-// new instance for q, checked as QueueDelayed checks it. A refusal returns
-// false, reports the reason and leaves dw as it was, except MaxPending for
-// an instance taken from another queue: that instance is cancelled (and
-// the refusal reported). While Destroy runs, from outside q's own items,
-// ModDelayed is refused before it touches dw (armed instances are
-// Destroy's to cancel); from one of q's own items, an instance pending on
-// q whose re-arming Destroy closed is queued at once instead. Never
-// blocks beyond the few instructions an item is in transit. Mirrors
-// mod_delayed_work().
+// Admission (docs/go-users.md, "Edges"): before it touches dw,
+// ModDelayed is checked as QueueDelayed is: on a destroyed queue, from
+// outside q's own items while q drains or Destroy runs, or while dw runs
+// on another queue, it returns false, reports the reason and leaves dw as
+// it was (a pending instance stays pending where it is). Then an
+// instance that was pending on q is re-armed, or queued, without counting
+// against MaxPending (it is not new); an idle item, or one pending on
+// another queue, is a new instance for q: MaxPending applies when it is
+// queued, and an instance taken from another queue onto a full q is
+// cancelled (ErrQueueFull reported). From one of q's own items while
+// Destroy runs, an instance pending on q whose re-arming Destroy closed
+// is queued at once instead. Never blocks beyond the few instructions an
+// item is in transit. Mirrors mod_delayed_work().
 func (q *Workqueue) ModDelayed(dw *DelayedWork, d time.Duration) bool {
 	return q.modDelayedOn("mod_delayed_work", cpuUnbound, dw, d)
 }
