@@ -422,6 +422,7 @@ func destroyInTransit(t *testing.T, name string, op func(q *wq.Workqueue, dw *wq
 // return false and report it; nothing panics.
 func TestNilRules(t *testing.T) {
 	errs := captureErrors(t)
+	t.Cleanup(wq.ThawAll) // a FreezeAllContext(nil) that froze must not hold other tests' queues
 	q := mustAlloc(t, "adm-nil", wq.Unbound|wq.Freezable, 0)
 	w := wq.NewWork(func() {})
 	dw := wq.NewDelayedWork(func() {})
