@@ -265,6 +265,9 @@ func (q *Workqueue) queueWait(ctx context.Context, w *Work) error {
 		if err := w.pendable(); err != nil {
 			return err // Queue would return false: nothing to wait for
 		}
+		if h := beforeRoomWait.Load(); h != nil {
+			(*h)(q) // tests: a Destroy begins here
+		}
 		q.bp.waiters.Add(1)
 		ch := q.roomChan()
 		// Look again after registering: room freed, or a Destroy or
@@ -297,6 +300,10 @@ func (q *Workqueue) queueWait(ctx context.Context, w *Work) error {
 	// checks above (w released, nothing reported), as QueueErr returns it.
 	return q.queuePendedErr(cpuUnbound, w, false, nil)
 }
+
+// beforeRoomWait, when set (by tests only), is called by queueWait
+// between its first look at the queue and its registration as a waiter.
+var beforeRoomWait atomic.Pointer[func(q *Workqueue)]
 
 // pendable returns the reason pend would give now without taking PENDING:
 // errPending, ErrDisabled, or nil.

@@ -760,6 +760,16 @@ func TestBlockingSubmission(t *testing.T) {
 	ctx := context.Background()
 	q := allocBounded(t, "bp-blocking", wq.Unbound, 1, 1)
 	gate := make(chan struct{})
+	gates := []chan struct{}{gate}
+	defer func() { // a failure must not leave the queue's Destroy waiting
+		for _, g := range gates {
+			select {
+			case <-g:
+			default:
+				close(g)
+			}
+		}
+	}()
 	fill := func() {
 		t.Helper()
 		started := make(chan struct{})
@@ -833,6 +843,7 @@ func TestBlockingSubmission(t *testing.T) {
 
 	// SetMaxActive moves the bound: a waiter gets in with nothing ended.
 	gate = make(chan struct{})
+	gates = append(gates, gate)
 	fill()
 	go func() { goCtx <- q.GoContext(ctx, func(context.Context) { <-gate }) }()
 	waitFor(t, "a producer to wait for room", func() bool { return q.RoomWaiters() == 1 })
@@ -886,36 +897,49 @@ func TestBlockingSubmission(t *testing.T) {
 
 // TestQueueWaitSeesDestroyBegunWhileRegistering: a producer that starts to
 // wait for room while Destroy begins is woken with the refusal, not left
-// until an item ends. Catches a waiter that checks the queue's state only
-// before registering (Destroy's wake-up finds no waiter yet).
+// until an item ends. A hook begins the Destroy between the producer's
+// first look at the queue and its registration as a waiter, where
+// Destroy's wake-up finds no waiter yet. Catches a waiter that checks the
+// queue's state only before registering.
 func TestQueueWaitSeesDestroyBegunWhileRegistering(t *testing.T) {
 	ctx := context.Background()
-	for round := range 100 {
-		q, err := wq.Alloc("bp-wait-destroy", wq.Unbound, 1, wq.MaxPending(1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		gate := make(chan struct{})
-		started := make(chan struct{})
-		q.Go(func() { close(started); <-gate })
-		<-started
-		q.Go(func() { <-gate })
-		res := make(chan error, 1)
-		go func() { res <- q.GoContext(ctx, func(context.Context) {}) }()
-		destroyed := make(chan struct{})
-		go func() { q.Destroy(); close(destroyed) }()
-		select {
-		case err := <-res:
-			if !errors.Is(err, wq.ErrDestroyed) {
-				t.Fatalf("round %d: GoContext = %v, want ErrDestroyed", round, err)
-			}
-		case <-time.After(testWait):
-			close(gate)
-			t.Fatalf("round %d: GoContext still waiting %v after Destroy began", round, testWait)
-		}
-		close(gate)
-		<-destroyed
+	q, err := wq.Alloc("bp-wait-destroy", wq.Unbound, 1, wq.MaxPending(1))
+	if err != nil {
+		t.Fatal(err)
 	}
+	gate := make(chan struct{})
+	started := make(chan struct{})
+	q.Go(func() { close(started); <-gate })
+	<-started
+	q.Go(func() { <-gate })
+	destroyed := make(chan struct{})
+	var once sync.Once
+	defer wq.SetBeforeRoomWait(func(hq *wq.Workqueue) {
+		if hq != q {
+			return
+		}
+		once.Do(func() {
+			go func() { q.Destroy(); close(destroyed) }()
+			for { // until the drain has begun and refuses
+				if _, err := q.QueueErr(wq.NewWork(func() {})); errors.Is(err, wq.ErrDestroyed) {
+					return
+				}
+				time.Sleep(100 * time.Microsecond)
+			}
+		})
+	})()
+	res := make(chan error, 1)
+	go func() { res <- q.GoContext(ctx, func(context.Context) {}) }()
+	select {
+	case err := <-res:
+		if !errors.Is(err, wq.ErrDestroyed) {
+			t.Errorf("GoContext = %v, want ErrDestroyed", err)
+		}
+	case <-time.After(testWait):
+		t.Errorf("GoContext still waiting %v after Destroy began", testWait)
+	}
+	close(gate)
+	<-destroyed
 }
 
 // testWait bounds a wait that only a bug makes long.
