@@ -201,12 +201,14 @@
 //     that queues it until its function returns (keyed chains included;
 //     armed delayed items count once their timer queues them); past it
 //     the calls without a context return false or ErrQueueFull, and
-//     QueueContext, GoContext, Submit and Group.Go wait for room. DestroyContext and DrainContext bound
-//     the caller's wait, never what the queue accepts: past the deadline
-//     the queue keeps refusing work and finishes its drain on its own.
+//     QueueContext, GoContext, Submit and Group.Go wait for room.
+//     DestroyContext and DrainContext bound the caller's wait, never what
+//     the queue accepts: past the deadline the queue keeps refusing work
+//     and finishes its drain on its own.
 //     CancelPending drops the backlog and leaves running items alone.
 //     Stats().Pending is the backlog; the metrics package exports it as
-//     client-go's workqueue_depth.
+//     gowq_workqueue_depth, and as client-go's workqueue_depth{name} with
+//     metrics.Options{ClientGo: true}.
 //   - Logging: what gowq logs (the default handlers, the watchdog,
 //     warnings) goes to SetLogger's logger, or a queue's own (WithLogger),
 //     with the attribute workqueue=<name>; slog.Default() otherwise.
