@@ -27,8 +27,9 @@ type Future[T any] struct {
 // reason, and fn never runs: ctx.Err() when ctx is already done or ends
 // while Submit waits for room, an error matching ErrInvalidArgument for a
 // nil q or ctx, ErrNoFunc for a nil fn, and the queue's refusals as Go
-// returns them (ErrDestroyed, ErrDraining, ...; never ErrQueueFull). A function that CancelPending dropped before it
-// started leaves the Future done with ErrCancelled. A panic in fn is recovered on the worker, which
+// returns them (ErrDestroyed, ErrDraining, ...; never ErrQueueFull). A
+// function that CancelPending dropped before it started leaves the Future
+// done with ErrCancelled. A panic in fn is recovered on the worker, which
 // goes on serving, and the Future's error is a *PanicError; a
 // runtime.Goexit in fn gives an error matching ErrWorkerExit. Panics of
 // futures count in the queue's Stats().Panics but do not go to its panic
@@ -37,8 +38,8 @@ type Future[T any] struct {
 // Submit blocks only while the queue is full (see GoContext for the
 // rules of that wait); on an unbounded queue it never blocks. It allocates
 // the Future and its done channel, and nothing else beyond the caller's
-// closure unless it waits. Safe from any goroutine. The
-// kernel has no counterpart.
+// closure unless it waits. Safe from any goroutine. The kernel has no
+// counterpart.
 func Submit[T any](q *Workqueue, ctx context.Context, fn func(context.Context) (T, error)) *Future[T] {
 	f := &Future[T]{done: make(chan struct{})}
 	var zero T
