@@ -2,7 +2,6 @@ package wq
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -100,10 +99,10 @@ func (q *Workqueue) limit() int64 { return int64(q.maxActive.Load()) + q.bp.max 
 // admit is the backpressure check of the queue path: it counts w's
 // pending instance against q's MaxPending, whose PENDING the caller owns,
 // and returns ErrQueueFull when q is full. force counts it even then
-// (a timer that fires). An instance already counted is admitted again at
-// no cost. The callers that return a bool turn an error into false and
-// reportRefused; the caller releases w (which undoes nothing, as nothing
-// was counted).
+// (a timer that fires, an instance that was pending already). An
+// instance already counted is admitted again at no cost. Called by
+// admitPended (admit.go), the last of the queue path's checks, which
+// releases w on an error (undoing nothing, as nothing was counted).
 func (q *Workqueue) admit(w *Work, force bool) error {
 	if q.bp.max == 0 || w.pendQ != nil {
 		return nil
@@ -199,20 +198,6 @@ func (q *Workqueue) roomChan() chan struct{} {
 	return q.bp.ch
 }
 
-// reportRefused reports a queue call refused by the queue path's check
-// err (admit) to the error handler: ErrQueueFull once until the count
-// falls again (a producer that keeps queueing on a full queue would
-// otherwise report at its own rate).
-func (q *Workqueue) reportRefused(op string, w *Work, err error) {
-	if err == ErrQueueFull {
-		if q.bp.full.Load() || !q.bp.full.CompareAndSwap(false, true) {
-			return
-		}
-		err = fmt.Errorf("%w: %s: max_active %d + MaxPending %d items held; reported once until one leaves", ErrQueueFull, q.name, q.maxActive.Load(), q.bp.max)
-	}
-	q.reportError(op, w.Func(), err)
-}
-
 // QueueContext queues w as Queue does, waiting while the queue is full
 // (MaxPending) until an item leaves the count or ctx is done. It returns
 // nil when it queued w or w was already pending (or is disabled, or held
@@ -221,9 +206,10 @@ func (q *Workqueue) reportRefused(op string, w *Work, err error) {
 // otherwise, without reporting it to the error handler: ErrDestroyed,
 // ErrDraining (from outside q's own items while q drains; while Destroy
 // drains, an error matching both, as Go returns), ErrNoFunc,
-// ErrOtherQueue. A Destroy or Drain that begins while it waits wakes it
-// with that refusal. A ctx that is already done returns ctx.Err() and
-// queues nothing. It blocks only while the queue is full: the wait is a
+// ErrOtherQueue; an error matching ErrInvalidArgument for a nil q or ctx,
+// before anything else. A Destroy or Drain that begins while it waits
+// wakes it with that refusal. A ctx that is already done returns
+// ctx.Err() and queues nothing. It blocks only while the queue is full: the wait is a
 // channel closed when an item of q returns or is cancelled, or
 // SetMaxActive changes the bound, never a poll. On an unbounded queue it
 // never blocks. Waiters are woken together and race for the room; which
@@ -233,6 +219,18 @@ func (q *Workqueue) reportRefused(op string, w *Work, err error) {
 // caller must bound with ctx). GoContext, Submit and Group.Go wait the
 // same way.
 func (q *Workqueue) QueueContext(ctx context.Context, w *Work) error {
+	if q == nil {
+		return errNilQueue
+	}
+	if ctx == nil {
+		return errNilContext
+	}
+	if err := q.checkDestroyed(); err != nil {
+		return err
+	}
+	if w == nil || w.fn == nil {
+		return ErrNoFunc
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -256,7 +254,7 @@ func (q *Workqueue) queueWait(ctx context.Context, w *Work) error {
 		return ErrNoFunc
 	}
 	for {
-		if err := q.refusal(); err != nil {
+		if err := q.checkOpen(admitNew); err != nil {
 			return err
 		}
 		if q.bp.max == 0 || q.reserve() {
@@ -272,7 +270,7 @@ func (q *Workqueue) queueWait(ctx context.Context, w *Work) error {
 		ch := q.roomChan()
 		// Look again after registering: room freed, or a Destroy or
 		// Drain begun, before the registration woke nobody.
-		if err := q.refusal(); err != nil {
+		if err := q.checkOpen(admitNew); err != nil {
 			q.bp.waiters.Add(-1)
 			return err
 		}
@@ -298,7 +296,7 @@ func (q *Workqueue) queueWait(ctx context.Context, w *Work) error {
 	}
 	// nil, or the refusal of a destroy or drain that began after the
 	// checks above (w released, nothing reported), as QueueErr returns it.
-	return q.queuePendedErr(cpuUnbound, w, false, nil)
+	return q.queuePendedErr(cpuUnbound, w, admitNew, nil)
 }
 
 // beforeRoomWait, when set (by tests only), is called by queueWait
@@ -314,23 +312,6 @@ func (w *Work) pendable() error {
 		return errPending
 	case old&(stCanceling|stDisableMask) != 0:
 		return ErrDisabled
-	}
-	return nil
-}
-
-// refusal returns the error a queue call from the caller would be
-// refused with now, without the MaxPending check: ErrDestroyed, or
-// ErrDraining from outside q's own items while q drains (an error that
-// matches ErrDestroyed too while Destroy drains); nil otherwise.
-func (q *Workqueue) refusal() error {
-	if q.destroyed.Load() {
-		return ErrDestroyed
-	}
-	if q.draining.Load() != 0 && !q.isChained() {
-		if q.dying.Load() {
-			return errDestroying // matches ErrDestroyed and ErrDraining, as Go's
-		}
-		return ErrDraining
 	}
 	return nil
 }
