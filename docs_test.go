@@ -157,7 +157,7 @@ var peerNames = []string{
 	// conc
 	"ErrPanic", "WithErrors", "WithContext", "WithCancelOnError", "WithFirstError",
 	// client-go's workqueue
-	"Get", "AddAfter", "ShutDown", "ShutDownWithDrain",
+	"Get", "AddAfter", "AddRateLimited", "ShutDown", "ShutDownWithDrain",
 }
 
 // addStd adds the names a standard library package declares (unexported

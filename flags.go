@@ -113,8 +113,9 @@ var (
 	ErrDestroyed = errors.New("wq: workqueue destroyed")
 	// ErrDraining: a queue attempt from outside the queue while it drains.
 	ErrDraining = errors.New("wq: workqueue is draining")
-	// ErrQueueFull: a queue call on a queue whose MaxPending bound is
-	// reached; the call returns false (QueueContext waits instead) and the
+	// ErrQueueFull: a queue call on a queue that holds max_active +
+	// MaxPending items; the call returns false (Go, QueueErr: this error;
+	// QueueContext, GoContext, Submit and Group.Go wait instead) and the
 	// Work is left as it was.
 	ErrQueueFull = errors.New("wq: workqueue is full (MaxPending)")
 	// ErrKeyConflict: QueueKeyed of a Work whose keyed instance is still in
