@@ -238,3 +238,7 @@ func SetSetupHook(q *Workqueue, cpu int, h func()) (restore func()) {
 // the worker's goroutine off its thread (moveOffThread) and reports
 // whether it moved.
 func MoveOffThread() bool { return moveOffThread() }
+
+// SetGoSlotsOff switches the goroutine items' slots off (true) or on
+// (goadmit.go; tests: the rule disabled).
+func SetGoSlotsOff(off bool) { setGoSlotsOff(off) }
