@@ -310,7 +310,9 @@ func (a *goAdmission) pollLocked(w *goWaiter, p *pool, now int64) {
 	procs := int(sampleU(a.samples[goSampleProcs]))
 	a.rtCapLocked(procs)
 	in := a.inflight.Load()
-	if a.thrCap != math.MaxInt32 || !a.thrRead {
+	if !a.thrRead || (a.thrCap != math.MaxInt32 && in >= a.thrCap) || now-a.thrReadAt >= int64(goThreadsReadEvery) {
+		// The thread bound binds, or the reading is old: about 20 us of
+		// file reads, so not at every sample of an RT-bound line.
 		a.readThreadsLocked(now, true)
 	}
 	threadBound := in >= a.thrCap
