@@ -81,7 +81,7 @@
 // the futex, and gowq's own goroutines leave that P free: while any P is
 // reserved, the items of goroutine-backed (default) queues run on at
 // most GOMAXPROCS less the reserved Ps at once. Items blocked outside Go
-// hold no P: when two samples 0.5 ms apart see a P beyond the reserved
+// hold no P: when eight samples 0.5 ms apart see a P beyond the reserved
 // ones unused, the bound is lifted for 10 ms, and an item refused for
 // 10 ms while no slot was given back starts anyway (one per 10 ms); an
 // RT worker may wait for a P for up to those bounds. What gowq cannot

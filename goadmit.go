@@ -23,9 +23,9 @@ import (
 //     runtime's global run queue behind gowq's own goroutines. Items
 //     blocked in a channel or a system call hold their slot but no P: a
 //     waiter samples the runtime's count of running goroutines (at most
-//     once per goCheckEvery, process-wide), and when two samples in a row
-//     see a P beyond the reserved ones unused, the bound is lifted for
-//     goLiftFor, as the kernel's unbound pools run every item while their
+//     once per goCheckEvery, process-wide), and when goLiftSamples samples
+//     in a row see a P beyond the reserved ones unused, the bound is lifted
+//     for goLiftFor, as the kernel's unbound pools run every item while their
 //     workers block. A waiter refused for goForceAfter while no slot was
 //     given back is admitted anyway (one per goForceAfter), so that items
 //     that wait for each other progress.
@@ -53,7 +53,12 @@ const (
 	goSlotKeep   = time.Millisecond
 	goCheckEvery = 500 * time.Microsecond
 	goLiftFor    = 10 * time.Millisecond
-	goForceAfter = 10 * time.Millisecond
+	// goLiftSamples samples in a row must see a P unused: an item that
+	// makes short system calls (a few us, its P kept) is seen not running
+	// now and then, independently at each sample; an item blocked for
+	// milliseconds at every one.
+	goLiftSamples = 8
+	goForceAfter  = 10 * time.Millisecond
 )
 
 // goWaiter is a goroutine worker refused a slot.
@@ -334,7 +339,7 @@ func (a *goAdmission) pollLocked(w *goWaiter, p *pool, now int64) {
 		} else {
 			a.unusedRun = 0
 		}
-		if a.unusedRun >= 2 {
+		if a.unusedRun >= goLiftSamples {
 			a.unusedRun = 0
 			a.liftUntil = now + int64(goLiftFor)
 			a.lifts.Add(1)
@@ -483,7 +488,8 @@ func (wk *worker) dropSlot() {
 // to a waiter: it has held it goSlotKeep and someone waits. It gives the
 // slot back then. Called with the pool lock held.
 func (wk *worker) goSlotYield() bool {
-	if !wk.slot || goAdm.nWait.Load() == 0 || nanotime()-wk.slotAt < int64(goSlotKeep) {
+	// currentAt: the last item's start, a clock read processOne made.
+	if !wk.slot || goAdm.nWait.Load() == 0 || wk.currentAt-wk.slotAt < int64(goSlotKeep) {
 		return false
 	}
 	wk.dropSlot()

@@ -279,3 +279,45 @@ func goThreadsReread() {
 	a.setLimitLocked(nanotime())
 	a.mu.Unlock()
 }
+
+// BenchmarkRingDefaultBesideRT: BenchmarkRingUnbound's default queue with
+// a P reserved as by an RT pool (the slots bind), with none, and with the
+// slots switched off beside the reservation.
+func BenchmarkRingDefaultBesideRT(b *testing.B) {
+	for _, tc := range []struct {
+		name     string
+		reserved int
+		off      bool
+	}{{"reserved", 1, false}, {"none", 0, false}, {"reserved-slots-off", 1, true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			if tc.reserved > 0 {
+				sched.ReserveP(tc.reserved)
+				defer sched.ReserveP(-tc.reserved)
+			}
+			if tc.off {
+				setGoSlotsOff(true)
+				defer setGoSlotsOff(false)
+			}
+			q, err := Alloc("bench-ring-rt", Unbound, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer q.Destroy()
+			var n atomic.Int64
+			ring := make([]*Work, 64)
+			for i := range ring {
+				ring[i] = NewWork(func() { n.Add(1) })
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i, queued := 0, 0; queued < b.N; i++ {
+				if q.Queue(ring[i%len(ring)]) {
+					queued++
+				} else {
+					runtime.Gosched()
+				}
+			}
+			q.Flush()
+		})
+	}
+}

@@ -2,9 +2,12 @@ package driver
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/gowq/wq"
 )
@@ -12,7 +15,7 @@ import (
 // MaxWQLoad bounds WQLoad's n.
 const MaxWQLoad = 1024
 
-// WQLoadItem is how long each item of WQLoad spins.
+// WQLoadItem is the CPU time each item of WQLoad spins (Spin).
 const WQLoadItem = 2 * time.Millisecond
 
 // WQLoad keeps n CPU-bound items of WQLoadItem in flight on a default
@@ -56,13 +59,50 @@ func WQLoad(n int) (stop func(), done func() int64, err error) {
 	}, ran.Load, nil
 }
 
-// Spin keeps the calling goroutine's CPU busy for d of wall time.
+// Spin keeps the calling goroutine's CPU busy for about d of CPU time: a
+// fixed number of iterations of a small loop, calibrated once against the
+// thread CPU clock, and no system call, so that an item that shares its
+// CPU with others takes longer in wall time rather than counting time it
+// did not run.
 func Spin(d time.Duration) {
+	n := int64(float64(d.Nanoseconds()) * spinRate())
 	x := uint64(1)
-	for end := time.Now().Add(d); time.Now().Before(end); {
-		for range 200 {
-			x = x*6364136223846793005 + 1442695040888963407
-		}
+	for range n {
+		x = x*6364136223846793005 + 1442695040888963407
 	}
 	sink.Add(x)
+}
+
+var spinCal struct {
+	once sync.Once
+	rate float64 // iterations per ns of CPU time
+}
+
+// spinRate calibrates Spin once: the best of five runs of 2^20
+// iterations, timed by the thread CPU clock.
+func spinRate() float64 {
+	spinCal.once.Do(func() {
+		runtime.LockOSThread() // one thread's clock for every reading
+		defer runtime.UnlockOSThread()
+		var ts unix.Timespec
+		cpu := func() int64 {
+			_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
+			return ts.Nano()
+		}
+		const iters = 1 << 20
+		best := int64(1 << 62)
+		x := uint64(1)
+		for range 5 {
+			t0 := cpu()
+			for range iters {
+				x = x*6364136223846793005 + 1442695040888963407
+			}
+			if dt := cpu() - t0; dt > 0 && dt < best {
+				best = dt
+			}
+		}
+		sink.Add(x)
+		spinCal.rate = float64(iters) / float64(best)
+	})
+	return spinCal.rate
 }
