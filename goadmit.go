@@ -45,9 +45,11 @@ import (
 // that pool: a held-back pool does not start a worker per queued item. A
 // worker keeps its slot from item to item (per item, the give-back cost
 // 40-60% of a default queue's throughput), and gives it up after
-// goSlotKeep only if others wait, and at every park and exit. Without RT
-// reservations and thread limits, a slot is one atomic add to take and
-// one to give back.
+// goSlotKeep only if others wait, and at every park and exit. While no
+// bound applies (no RT reservation, and the thread limits over
+// goThreadsFar away at the last reading) a slot is not counted: taking it
+// is two atomic loads, giving it back nothing, and a worker holding such a
+// slot takes a counted one at its next item once a bound applies.
 
 const (
 	goSlotKeep   = time.Millisecond
@@ -133,9 +135,20 @@ func init() {
 
 // goRoom reports whether a goroutine item may start now without waiting:
 // no earlier waiter, and a slot under the bound (the policy in one
-// predicate; see policy.go). Takes the slot when it reports true. Any
-// goroutine; no lock needed (pool.mu may be held).
-func goRoom() bool {
+// predicate; see policy.go). Takes the slot when it reports true: counted
+// (counted true), or, while no bound applies, a free one that is not
+// counted, so that the default queues pay one load, not a shared counter,
+// per wake-up. Any goroutine; no lock needed (pool.mu may be held).
+func goRoom() (ok, counted bool) {
+	a := &goAdm
+	if a.limit.Load() == math.MaxInt32 && a.nWait.Load() == 0 {
+		return true, false
+	}
+	return goRoomCounted(), true
+}
+
+// goRoomCounted is goRoom's counted slot.
+func goRoomCounted() bool {
 	a := &goAdm
 	if a.nWait.Load() == 0 {
 		if a.inflight.Add(1) <= a.limit.Load() {
@@ -280,7 +293,7 @@ func (a *goAdmission) readThreadsLocked(now int64, poll bool) {
 	first := !a.thrRead
 	a.thrRead, a.thrReadAt = true, now
 	a.thrReadAtA.Store(now)
-	if h >= math.MaxInt32/2 {
+	if h >= goThreadsFar {
 		a.thrCap = math.MaxInt32
 		a.threadsAt = threads
 		return
@@ -369,6 +382,11 @@ func (a *goAdmission) pollLocked(w *goWaiter, p *pool, now int64) {
 // --pids-limit) is seen within this, at the next burst.
 const goThreadsReadEvery = time.Second
 
+// goThreadsFar: with more headroom than this at a reading, no thread
+// bound applies until the next reading (goThreadsStale): a second of
+// worker starts cannot use it up.
+const goThreadsFar = 4096
+
 // goThreadsStale makes the next slot read the thread limits if the last
 // reading is older than goThreadsReadEvery. Called when a goroutine
 // worker starts (pool lock held); a load and a clock read otherwise.
@@ -389,8 +407,8 @@ func goThreadsStale() {
 // False: wk waited for one outside the lock, which is held again, and
 // the caller looks at the pool again (wk may hold a slot, or be dying).
 func (wk *worker) goSlot(p *pool) bool {
-	if goRoom() {
-		wk.slot, wk.slotAt = true, nanotime()
+	if ok, counted := goRoom(); ok {
+		wk.slot, wk.slotCounted, wk.slotAt = true, counted, nanotime()
 		return true
 	}
 	p.goWaiting++
@@ -399,7 +417,7 @@ func (wk *worker) goSlot(p *pool) bool {
 	p.mu.Lock()
 	p.goWaiting--
 	if got {
-		wk.slot, wk.slotAt = true, nanotime()
+		wk.slot, wk.slotCounted, wk.slotAt = true, true, nanotime()
 	}
 	return false
 }
@@ -480,14 +498,26 @@ func (a *goAdmission) leaveLocked(w *goWaiter) {
 func (wk *worker) dropSlot() {
 	if wk.slot {
 		wk.slot = false
-		goPut()
+		if wk.slotCounted {
+			goPut()
+		}
 	}
 }
 
 // goSlotYield reports whether wk, between two items, should give its slot
-// to a waiter: it has held it goSlotKeep and someone waits. It gives the
-// slot back then. Called with the pool lock held.
+// to a waiter: it has held it goSlotKeep and someone waits; or it holds a
+// free slot and a bound applies now (an RT reservation was made, a lift
+// ended, the thread limits came near), so that it takes a counted one
+// before its next item. It gives the slot back then. Called with the pool
+// lock held.
 func (wk *worker) goSlotYield() bool {
+	if wk.slot && !wk.slotCounted {
+		if goAdm.limit.Load() == math.MaxInt32 {
+			return false
+		}
+		wk.dropSlot()
+		return true
+	}
 	// currentAt: the last item's start, a clock read processOne made.
 	if !wk.slot || goAdm.nWait.Load() == 0 || wk.currentAt-wk.slotAt < int64(goSlotKeep) {
 		return false

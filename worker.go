@@ -111,9 +111,11 @@ type worker struct {
 	inFn atomic.Bool
 	// W: scanning: counted in pool.scanners (incoming.go).
 	scanning bool
-	// W: a goroutine worker holds a slot (goadmit.go) since slotAt (ns).
-	slot   bool
-	slotAt int64
+	// W: a goroutine worker holds a slot (goadmit.go) since slotAt (ns),
+	// counted in goAdm.inflight or (while no bound applied) free.
+	slot        bool
+	slotCounted bool
+	slotAt      int64
 
 	// Stage stamps (stages.go), only while a recorder is set.
 	stWake  atomic.Int64 // A: written by the thread that unparks the worker
