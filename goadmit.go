@@ -51,6 +51,12 @@ import (
 // is two atomic loads, giving it back nothing, and a worker holding such a
 // slot takes a counted one at its next item once a bound applies.
 
+// Locks: goAdm.mu is taken after a pool lock (a worker takes or gives
+// back its slot with its pool's lock held) and after ReserveP's lock (the
+// reserve hook), and before the thread gate's (GateHeadroom); a waiter
+// holds no lock while it waits and takes its pool's lock only with
+// goAdm.mu released. Nothing under goAdm.mu calls user code.
+
 const (
 	goSlotKeep   = time.Millisecond
 	goCheckEvery = 500 * time.Microsecond
