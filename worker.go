@@ -112,6 +112,11 @@ type worker struct {
 	inFn atomic.Bool
 	// W: scanning: counted in pool.scanners (incoming.go).
 	scanning bool
+	// W: a goroutine worker holds a slot (goadmit.go) since slotAt (ns),
+	// counted in goAdm.inflight or (while no bound applied) free.
+	slot        bool
+	slotCounted bool
+	slotAt      int64
 
 	// Stage stamps (stages.go), only while a recorder is set.
 	stWake  atomic.Int64 // A: written by the thread that unparks the worker
@@ -385,6 +390,7 @@ func (wk *worker) loop() {
 		p.mu.LockOn(&wk.thread)
 	again:
 		if wk.dying {
+			wk.dropSlot()
 			wk.settleCPU(0) // what is owed, before the thread is gone
 			wk.scanOffLocked()
 			p.removeWorker(wk)
@@ -399,7 +405,10 @@ func (wk *worker) loop() {
 			return
 		}
 		p.leaveIdle(wk)
-		if p.needMoreWorker() {
+		if p.needMoreWorker() || (wk.slot && !p.worklist.empty()) {
+			if wk.gch != nil && !wk.slot && !wk.goSlot(p) {
+				goto again // waited for a slot (goadmit.go)
+			}
 			// Keep an idle worker around so that there is someone to wake
 			// when this one sleeps (may_start_working/manage_workers).
 			if !p.mayStartWorking() {
@@ -429,7 +438,7 @@ func (wk *worker) loop() {
 				if !wk.processScheduled() {
 					return
 				}
-				if !p.keepWorking() {
+				if !p.keepWorking() || wk.goSlotYield() {
 					break
 				}
 			}
@@ -470,6 +479,7 @@ func (wk *worker) loop() {
 			wk.scanOn()
 			goto again
 		}
+		wk.dropSlot()
 		wk.parkCPU = sched.GetCPU()
 		p.enterIdle(wk)
 		p.mu.Unlock()
@@ -867,6 +877,7 @@ func reportWorkerExit(name string, err error) {
 // replacement worker if it needs one, and clears the worker's identity. A
 // rescuer is restarted on a new thread. Called with no lock held.
 func (wk *worker) retire() {
+	wk.dropSlot()
 	if p := wk.curPool.Load(); p != nil {
 		p.mu.Lock()
 		wk.finishCurrent()
