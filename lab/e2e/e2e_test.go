@@ -236,22 +236,31 @@ func TestCorruptBlockIsEIO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A compressed block, and a block stored raw (incompressible), whose
+	// flipped byte only the hash can tell.
 	c.corruptBlock(c.File("a/b/many"), 2)
+	c.corruptBlock(c.File("random.bin"), 1)
 	s := newTestSession(t)
 	mnt, err := s.MountFUSE("x", c, inline{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(filepath.Join(mnt, "a/b/many"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 100)
-	if _, err := f.ReadAt(buf, 2*BlockSize+10); !errors.Is(err, syscall.EIO) {
-		t.Fatalf("read of a corrupt block: %v, want EIO", err)
-	}
-	if _, err := f.ReadAt(buf, 10); err != nil {
-		t.Fatalf("read of a good block: %v", err)
+	for _, name := range []string{"a/b/many", "random.bin"} {
+		f, err := os.Open(filepath.Join(mnt, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		buf := make([]byte, 100)
+		off := int64(2*BlockSize + 10)
+		if name == "random.bin" {
+			off = BlockSize + 10
+		}
+		if _, err := f.ReadAt(buf, off); !errors.Is(err, syscall.EIO) {
+			t.Errorf("%s: read of a corrupt block: %v, want EIO", name, err)
+		}
+		if _, err := f.ReadAt(buf, 10); err != nil {
+			t.Errorf("%s: read of a good block: %v", name, err)
+		}
 	}
 }
