@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -150,6 +152,9 @@ func (s *Session) mountFUSE(name string, fsys *fuseFS) (string, error) {
 			AllowOther:        true,
 			DirectMountFlags:  unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV,
 			Options:           []string{"default_permissions"},
+			// A reply to a request the kernel dropped (an aborted
+			// connection at Close) is not worth a line on stderr.
+			Logger: log.New(io.Discard, "", 0),
 		},
 	}
 	rawFS := fs.NewNodeFS(&rootNode{fsys: fsys}, opts)
