@@ -388,7 +388,7 @@ func leftovers(dir string) []string {
 
 // decompressionNote is where this kernel decompresses EROFS LZ4, as the
 // lab's ftrace capture over the fio job showed (docs/results.md).
-const decompressionNote = "in the reading task, never on a workqueue or kthread: over 8 s of this fio job through the " +
+const decompressionNote = "in the reading task, never on a workqueue or kthread: over 8 s of the random-read fio job through the " +
 	"kernel row, `wqlab trace --live 8s` recorded 172077 loop0 items (loop_rootcg_workfn) and no " +
 	"z_erofs_decompressqueue_work; fio's kernel stack, sampled, waits inside z_erofs_readahead -> z_erofs_runqueue, " +
 	"EROFS's synchronous path for small reads, which decompresses in the caller once its bio completes " +
