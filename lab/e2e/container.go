@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"github.com/pierrec/lz4/v4"
 )
@@ -161,14 +160,4 @@ func (c *Container) ReadBlock(f *File, i int, dst []byte) (int, error) {
 func (c *Container) corruptBlock(f *File, i int) {
 	b := c.blocks[f.blocks[i]]
 	c.data[b.off] ^= 0xff
-}
-
-// names returns the files' names, sorted.
-func (c *Container) names() []string {
-	var out []string
-	for _, f := range c.files {
-		out = append(out, f.Name)
-	}
-	slices.Sort(out)
-	return out
 }

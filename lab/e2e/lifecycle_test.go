@@ -379,3 +379,45 @@ func TestFioStopsWithContext(t *testing.T) {
 	}
 	waitGone(t, "fio", func() []string { return fioOf(dir) })
 }
+
+// TestRunMeasuresEveryRow: a short Run measures every row (each file read
+// back first), writes its tables, goals and HTML, and leaves nothing
+// under its base.
+func TestRunMeasuresEveryRow(t *testing.T) {
+	need(t, "root", "fuse", "fio", "mkfs", "loop")
+	src := t.TempDir()
+	makeTree(t, src)
+	base := t.TempDir()
+	res, err := Run(context.Background(), Options{Pass: 100 * time.Millisecond, Rounds: 1,
+		Loads: []driver.LoadKind{driver.LoadNone}, CorpusBytes: 64 << 10, Source: src, Base: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Tables) != 1 {
+		t.Fatalf("%d tables, want 1", len(res.Tables))
+	}
+	for _, r := range res.Tables[0].Rows {
+		if r.Skipped || r.Reads == 0 || r.Clat.P99Us <= 0 {
+			t.Errorf("row %s: skipped %v (%s), %d reads, p99 %v", r.ID, r.Skipped, r.SkipReason, r.Reads, r.Clat.P99Us)
+		}
+	}
+	if len(res.Goals) == 0 || res.Goals[0].Verdict != "met" {
+		t.Errorf("goals %+v: want the identity goal met", res.Goals)
+	}
+	if len(res.Leftover) > 0 {
+		t.Errorf("left after Close: %v", res.Leftover)
+	}
+	if ents, _ := os.ReadDir(base); len(ents) != 0 {
+		t.Errorf("base still holds %v", ents)
+	}
+	var txt, html, fio strings.Builder
+	if err := errors.Join(res.WriteTable(&txt), res.WriteHTML(&html), res.WriteFio(&fio)); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range RowIDs() {
+		l := rowLabels[id]
+		if !strings.Contains(txt.String(), l) || !strings.Contains(html.String(), l) || !strings.Contains(fio.String(), l) {
+			t.Errorf("%q missing from the text, HTML or fio output", l)
+		}
+	}
+}
