@@ -221,6 +221,9 @@ func (q *Workqueue) commitAttrs(topo *topology.Topology, st attrsState) {
 	for _, l := range lims {
 		l.scan(nil)
 	}
+	if lims != nil {
+		q.wakeRoom() // max_active moves the MaxPending bound (backpressure.go)
+	}
 	if escChanged {
 		recomputeEscMin()
 		// Items already on a worklist: mark their pools for the CM

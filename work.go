@@ -57,8 +57,9 @@ type Work struct {
 
 	// pendQ is the queue with MaxPending whose bound counts the pending
 	// instance (backpressure.go), nil otherwise. Owned by whoever owns
-	// PENDING: set by admit, cleared by unpend when the instance starts,
-	// is unlinked or is released.
+	// PENDING: set by admit; cleared by takePend when a worker starts the
+	// instance (the worker holds the count until the function returns,
+	// worker.bpQ), by unpend when it is unlinked or released.
 	pendQ *Workqueue
 
 	// List links. guarded by the pool lock of the list's pool. The list
