@@ -545,7 +545,6 @@ func (wk *worker) processOne(w *Work) bool {
 		cmNotifyBusy()
 	}
 	p.progress.Store(now)
-	pq.stats.started.Add(1)
 	wk.chargePWait(pq)
 	if qa := w.queuedAt; qa != 0 {
 		pq.stats.observeLatency(now - qa)
@@ -605,6 +604,7 @@ func (wk *worker) runItem(w *Work, fn func(), pq *pwq) {
 	wk.runSeq = w.startRun()
 	wk.starting = nil
 	wk.stage = stageRunning
+	pq.stats.started.Add(1) // as it runs: an instance put back (stageDequeued) never counted
 	if p := wk.curPool.Load(); p.repatriate {
 		// Start inside the pod: if the scheduler left the worker outside
 		// it, move it in (narrowing migrates it at once) and let it go
@@ -669,9 +669,11 @@ const cpuSettleEvery = time.Millisecond
 
 // settleCPU reads the thread's CPU clock and charges what was used since
 // the last read to wk.cpuOwe; now is the caller's nanotime (0: read it).
-// On the worker's goroutine, on its thread, no lock needed. A pwq retired
-// between the item and the read is charged through its queue
-// (pwq.chargeCPU).
+// On the worker's goroutine, no lock needed. A pwq retired between the
+// item and the read is charged through its queue (pwq.chargeCPU). Off
+// its thread (a callback unlocked and moved the goroutine: the worker is
+// retired next) the clock is another thread's, and nothing is charged:
+// CPUTime never goes down.
 func (wk *worker) settleCPU(now int64) {
 	pq := wk.cpuOwe
 	if pq == nil {
@@ -681,6 +683,9 @@ func (wk *worker) settleCPU(now int64) {
 		now = nanotime()
 	}
 	wk.cpuOwe = nil
+	if wk.gch == nil && !wk.thread.Same() {
+		return
+	}
 	c := sched.SelfCPUTime()
 	pq.chargeCPU(c - wk.lastCPU)
 	wk.lastCPU, wk.cpuReadAt = c, now
@@ -791,7 +796,6 @@ func (wk *worker) finishCurrent() {
 		// the worklist with its color.
 		wk.starting = nil
 		pq := wk.currentPwq
-		pq.stats.started.Add(-1) // counted at dequeue; it starts again later
 		w.runner.CompareAndSwap(wk, nil)
 		w.pwq.Store(pq)
 		_ = pq.wq.admit(w, true) // pending again: back in its MaxPending bound
