@@ -136,7 +136,7 @@ type pool struct {
 	createErr     error // L: last worker creation error
 	createErrs    int64 // L: creation failures since the pool was made
 	createRepAt   int64 // L: ns of the last reported failure (rate limit)
-	classErr      error // L: the class could not be applied exactly (kept the inherited nice); reported once
+	classErr      error // L: the class could not be applied exactly (kept the inherited nice); an Info notice, once per process
 	// A: lock-free copies for Stats, which may be called from a tracer
 	// while a pool lock is held.
 	createErrN   atomic.Int64

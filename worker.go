@@ -324,8 +324,12 @@ func (wk *worker) setup(p *pool) error {
 	first, cerr := p.keepInheritedNice(cur.Nice, err)
 	if first && inheritedNiceReported.CompareAndSwap(false, true) {
 		// Once per process: in a niced process every normal pool is in
-		// this state, and each says so in Stats().ClassError.
-		goReport(func() { reportError("create_worker", wk.name, cerr) })
+		// this state, and each says so in Stats().ClassError. A notice,
+		// not an error: the worker was created and runs.
+		name := wk.name
+		goReport(func() {
+			plog().Info("workqueue: workers keep the inherited nice", "worker", name, "reason", cerr.Error())
+		})
 	}
 	return nil
 }
