@@ -48,13 +48,10 @@ func init() {
 	}
 }
 
-// gworkers maps the goroutine id of every worker to it, from
-// setGoIdentity or setIdentity to clearIdentity: goroutine workers, for
-// selfWorker, and thread workers and rescuers, for selfWorkerAnyThread
-// (their goroutine may leave their thread). nGoWorkers counts the
-// goroutine workers, so that a caller that is no worker pays the
-// goroutine-id and map lookups in selfWorker only while goroutine workers
-// exist.
+// gworkers maps the goroutine id of every worker (goroutine and thread
+// workers, rescuers) to it, from setGoIdentity or setIdentity to
+// clearIdentity: selfWorker's lookup (worker.go, "Identity").
+// nGoWorkers counts the goroutine workers.
 var (
 	gworkers   sched.ByGoroutine[*worker]
 	nGoWorkers atomic.Int32
@@ -164,29 +161,6 @@ func (wk *worker) unpark() bool {
 	return wk.parker.Unpark()
 }
 
-// onGoroutine reports whether the caller is wk's goroutine
-// (sched.GoroutineID), whichever thread it runs on.
-func (wk *worker) onGoroutine() bool {
-	g := wk.goid.Load()
-	if g == 0 {
-		return false
-	}
-	id, ok := sched.GoroutineID()
-	return ok && id == g
-}
-
-// selfGoWorker returns the goroutine worker the caller is, or nil; free
-// while no goroutine worker exists. A thread worker found by goroutine id
-// is not returned: selfWorker finds those only on their thread.
-func selfGoWorker() *worker {
-	if nGoWorkers.Load() == 0 {
-		return nil
-	}
-	if wk := gworkers.Self(); wk != nil && wk.gch != nil && wk.onGoroutine() {
-		return wk
-	}
-	return nil
-}
 
 // lockNoDrain takes the pool lock without draining the incoming stack
 // (tests: a push that comes after the drain).
