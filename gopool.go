@@ -161,7 +161,6 @@ func (wk *worker) unpark() bool {
 	return wk.parker.Unpark()
 }
 
-
 // lockNoDrain takes the pool lock without draining the incoming stack
 // (tests: a push that comes after the drain).
 func (pm *poolMutex) lockNoDrain() {
