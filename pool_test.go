@@ -1,7 +1,6 @@
 package wq_test
 
 import (
-	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
@@ -73,37 +72,4 @@ func poolNiceChild(t *testing.T) {
 	}
 	t.Log("POOLNICE-OK")
 	println("POOLNICE-OK")
-}
-
-// In an unprivileged process under nice -n 19, the normal class's
-// workers keep the inherited nice: that is an Info notice (once per
-// process), not a failed create_worker, since the worker was created.
-// Catches: "WARN workqueue: create_worker failed ... operation not
-// permitted" (through the error handler) with CreateErrors 0.
-func TestKeptInheritedNiceIsANotice(t *testing.T) {
-	if !inAttrChild() {
-		attrChild(t, "TestKeptInheritedNiceIsANotice", true, []string{"nice", "-n", "19"}, "")
-		return
-	}
-	if a, err := sched.GetAttr(0); err != nil || a.Nice <= 0 || sched.HasCapSysNice() {
-		t.Skipf("needs a niced process without CAP_SYS_NICE (nice %d, err %v)", a.Nice, err)
-	}
-	var buf syncBuf
-	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	errs := captureErrors(t)
-	q := mustAlloc(t, "kept-nice-notice", wq.Unbound, 0, wq.Threads())
-	run := make(chan struct{})
-	q.Queue(wq.NewWork(func() { close(run) }))
-	waitChan(t, "the item", run)
-	waitFor(t, "the notice", func() bool { return strings.Contains(buf.String(), "inherited nice") })
-	if n := len(errs.errs); n != 0 {
-		t.Errorf("%d report(s) to the error handler, want none: %v", n, errs.errs)
-	}
-	log := buf.String()
-	if !strings.Contains(log, "level=INFO") || strings.Contains(log, "create_worker failed") {
-		t.Errorf("the notice is not an Info line, or says create_worker failed:\n%s", log)
-	}
-	if s := q.Stats(); s.CreateErrors != 0 || s.ClassError == "" {
-		t.Errorf("Stats: CreateErrors %d (want 0), ClassError %q (want the reason)", s.CreateErrors, s.ClassError)
-	}
 }
