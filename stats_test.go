@@ -567,6 +567,7 @@ func TestCPUAccountingOffStopsCharging(t *testing.T) {
 // locks). Deadlocked within a few flips when Stats took the queue's lock.
 func TestStatsFromTracerUnderAttributeChanges(t *testing.T) {
 	q := mustAlloc(t, "stats-tracer-attrs", wq.Unbound, 0, wq.Threads())
+	nices := [2]int{0, reachableNice(t, 1)} // two classes, two pools
 	var calls atomic.Int64
 	wq.SetTracer(tracerFunc(func(ev *wqtrace.Event) {
 		if ev.Kind == wqtrace.ActivateWork && ev.Workqueue == q.Name() {
@@ -606,8 +607,8 @@ func TestStatsFromTracerUnderAttributeChanges(t *testing.T) {
 		// fixed number of flips would only measure the machine's speed.
 		start := time.Now()
 		for i := 0; i < 20 || time.Since(start) < 2*time.Second; i++ {
-			if err := q.SetNice(i % 2); err != nil {
-				t.Errorf("SetNice(%d): %v", i%2, err)
+			if err := q.SetNice(nices[i%2]); err != nil {
+				t.Errorf("SetNice(%d): %v", nices[i%2], err)
 				break
 			}
 		}
@@ -663,6 +664,7 @@ func monotonicScraper(t *testing.T, q *wq.Workqueue, stop <-chan struct{}) (wait
 // by one (it was summed from counters read one after the other) and
 // Total dropped when an instance dequeued was put back.
 func TestStatsCountersMonotonic(t *testing.T) {
+	nices := [2]int{0, reachableNice(t, 1)}
 	for _, opts := range [][]wq.Option{nil, {wq.Threads()}} {
 		q := mustAlloc(t, "stats-monotonic", wq.Unbound, 4, opts...)
 		stop := make(chan struct{})
@@ -694,7 +696,9 @@ func TestStatsCountersMonotonic(t *testing.T) {
 						}
 					}
 					if g == 0 && round%20 == 0 {
-						_ = q.SetNice(round / 20 % 2)
+						if err := q.SetNice(nices[round/20%2]); err != nil {
+							t.Errorf("SetNice: %v", err)
+						}
 					}
 				}
 			}()
@@ -733,7 +737,7 @@ func TestCreateErrorsSurviveAttributeChange(t *testing.T) {
 	fail.Store(false)
 	mustReturn(t, "Flush", func() { w.Flush() })
 	before := q.Stats().CreateErrors
-	if err := q.SetNice(1); err != nil {
+	if err := q.SetNice(reachableNice(t, 1)); err != nil {
 		t.Fatal(err)
 	}
 	q.Queue(w)
