@@ -66,8 +66,9 @@ type QueueStats struct {
 	// otherwise.
 	FallbackReason string
 	// CreateErrors counts failed worker creations in the queue's pools
-	// (thread limits, attributes the kernel refused); CreateError is the
-	// latest, "" when none. While creation fails, pools retry every 100 ms
+	// (thread limits, attributes the kernel refused), also in pools it no
+	// longer uses (after an attribute change or Destroy); CreateError is
+	// the latest, "" when none. While creation fails, pools retry every 100 ms
 	// and summon the rescuer of MemReclaim queues.
 	CreateErrors int64
 	CreateError  string
