@@ -2,7 +2,6 @@ package wq
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,9 +69,9 @@ func (q *Workqueue) MaxPending() int { return int(q.bp.max) }
 // pending instance against q's MaxPending, whose PENDING the caller owns,
 // and returns ErrQueueFull when q is full. force counts it even then
 // (a timer that fires, an instance that was pending already). An
-// instance already counted is admitted again at no cost. The callers
-// that return a bool turn an error into false and reportRefused; the
-// caller releases w (which undoes nothing, as nothing was counted).
+// instance already counted is admitted again at no cost. Called by
+// admitPended (admit.go), the last of the queue path's checks, which
+// releases w on an error (undoing nothing, as nothing was counted).
 func (q *Workqueue) admit(w *Work, force bool) error {
 	if q.bp.max == 0 || w.pendQ != nil {
 		return nil
@@ -141,20 +140,6 @@ func (q *Workqueue) roomChan() chan struct{} {
 	return q.bp.ch
 }
 
-// reportRefused reports a queue call refused by the queue path's check
-// err (admit) to the error handler: ErrQueueFull once until the count
-// falls again (a producer that keeps queueing on a full queue would
-// otherwise report at its own rate).
-func (q *Workqueue) reportRefused(op string, w *Work, err error) {
-	if err == ErrQueueFull {
-		if q.bp.full.Load() || !q.bp.full.CompareAndSwap(false, true) {
-			return
-		}
-		err = fmt.Errorf("%w: %s: %d items pending (MaxPending); reported once until one leaves", ErrQueueFull, q.name, q.bp.max)
-	}
-	q.reportError(op, w.Func(), err)
-}
-
 // QueueContext queues w as Queue does, waiting while the queue is full
 // (MaxPending) until an item leaves the pending state or ctx is done. It
 // returns nil when it queued w or w was already pending (or is disabled,
@@ -163,8 +148,9 @@ func (q *Workqueue) reportRefused(op string, w *Work, err error) {
 // refusal otherwise, without reporting it to the error handler:
 // ErrDestroyed, ErrDraining (from outside q's own items while q drains;
 // while Destroy drains, an error matching both, as Go returns), ErrNoFunc,
-// ErrOtherQueue. A ctx that is already done returns ctx.Err() and queues
-// nothing. It blocks only while the queue is full: the wait is a channel
+// ErrOtherQueue; an error matching ErrInvalidArgument for a nil q or ctx,
+// before anything else. A ctx that is already done returns ctx.Err() and
+// queues nothing. It blocks only while the queue is full: the wait is a channel
 // closed when an item of q starts or is cancelled, never a poll. On an
 // unbounded queue it never blocks. Waiters are woken together and race
 // for the room; which one gets it is not defined. Safe from any
@@ -172,14 +158,23 @@ func (q *Workqueue) reportRefused(op string, w *Work, err error) {
 // other items to start: with max_active 1 and the caller the running
 // item, that is a deadlock the caller must bound with ctx).
 func (q *Workqueue) QueueContext(ctx context.Context, w *Work) error {
-	if err := ctx.Err(); err != nil {
+	if q == nil {
+		return errNilQueue
+	}
+	if ctx == nil {
+		return errNilContext
+	}
+	if err := q.checkDestroyed(); err != nil {
 		return err
 	}
 	if w == nil || w.fn == nil {
 		return ErrNoFunc
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	for {
-		if err := q.refusal(); err != nil {
+		if err := q.checkOpen(admitNew); err != nil {
 			return err
 		}
 		if q.bp.max == 0 || q.reserve() {
@@ -190,8 +185,12 @@ func (q *Workqueue) QueueContext(ctx context.Context, w *Work) error {
 		}
 		q.bp.waiters.Add(1)
 		ch := q.roomChan()
-		// Look again after registering: room freed before the
-		// registration woke nobody.
+		// Look again after registering: room freed, or a Drain or
+		// Destroy begun, before the registration woke nobody.
+		if err := q.checkOpen(admitNew); err != nil {
+			q.bp.waiters.Add(-1)
+			return err
+		}
 		if q.reserve() {
 			q.bp.waiters.Add(-1)
 			break
@@ -214,24 +213,7 @@ func (q *Workqueue) QueueContext(ctx context.Context, w *Work) error {
 	}
 	// nil, or the refusal of a destroy or drain that began after the
 	// checks above (w released, nothing reported), as QueueErr returns it.
-	return q.queuePendedErr(cpuUnbound, w, false, nil)
-}
-
-// refusal returns the error a queue call from the caller would be
-// refused with now, without the MaxPending check: ErrDestroyed, or
-// ErrDraining from outside q's own items while q drains (an error that
-// matches ErrDestroyed too while Destroy drains); nil otherwise.
-func (q *Workqueue) refusal() error {
-	if q.destroyed.Load() {
-		return ErrDestroyed
-	}
-	if q.draining.Load() != 0 && !q.isChained() {
-		if q.dying.Load() {
-			return errDestroying // matches ErrDestroyed and ErrDraining, as Go's
-		}
-		return ErrDraining
-	}
-	return nil
+	return q.queuePendedErr(cpuUnbound, w, admitNew, nil)
 }
 
 // reserve takes one slot of q's MaxPending bound for an instance not yet

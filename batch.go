@@ -91,8 +91,13 @@ func (pm *poolMutex) unlockPlugged(plug *wakePlug) {
 // runtime.Goexit in an error handler or tracer part-way through.
 // Never blocks; no allocation for batches that touch at most 8 pools.
 // Safe from any goroutine, also from a work function (then, as Queue, it
-// is chained work on a draining queue).
+// is chained work on a draining queue). A nil q queues nothing and
+// reports ErrInvalidArgument.
 func (q *Workqueue) QueueBatch(ws ...*Work) int {
+	if q == nil {
+		reportNilQueue("queue_work_on")
+		return 0
+	}
 	var plug wakePlug
 	// Deferred: an error handler or tracer that panics or calls
 	// runtime.Goexit part-way through must not lose the wake-ups held
@@ -100,7 +105,7 @@ func (q *Workqueue) QueueBatch(ws ...*Work) int {
 	defer plug.finish()
 	n := 0
 	for _, w := range ws {
-		if q.queueResult("queue_work_on", w, q.queueOnErr(cpuUnbound, w, &plug)) {
+		if q.result("queue_work_on", w, q.queueOnErr(cpuUnbound, w, &plug)) {
 			n++
 		}
 	}

@@ -85,7 +85,7 @@ func (q *Workqueue) DumpState() string {
 	for _, pq := range pwqs {
 		p := pq.pool
 		p.mu.Lock()
-		s += fmt.Sprintf("%v inflight %v color %d waiting %v worklist %d inactive %d workers %d idle %d nrRunning %d lim %d/%d inact %d draining %d\n", p, pq.nrInFlight, pq.color, pq.flushWaiting, p.worklist.len(), pq.inactive.len(), len(p.workers), len(p.idle), p.nrRunning, pq.lim.nrActive.Load(), pq.lim.max.Load(), pq.lim.nrInactive.Load(), q.draining.Load())
+		s += fmt.Sprintf("%v inflight %v color %d waiting %v worklist %d inactive %d workers %d idle %d nrRunning %d lim %d/%d inact %d draining %d\n", p, pq.nrInFlight, pq.color, pq.flushWaiting, p.worklist.len(), pq.inactive.len(), len(p.workers), len(p.idle), p.nrRunning, pq.lim.nrActive.Load(), pq.lim.max.Load(), pq.lim.nrInactive.Load(), q.life.load().drains())
 		p.mu.Unlock()
 	}
 	return s
@@ -238,3 +238,18 @@ func SetSetupHook(q *Workqueue, cpu int, h func()) (restore func()) {
 // the worker's goroutine off its thread (moveOffThread) and reports
 // whether it moved.
 func MoveOffThread() bool { return moveOffThread() }
+
+// Life returns q's lifecycle state: "live", "draining", "destroying" or
+// "destroyed" (admit.go).
+func (q *Workqueue) Life() string {
+	s := q.life.load()
+	switch {
+	case s.destroyed():
+		return "destroyed"
+	case s.destroying():
+		return "destroying"
+	case s.drains() > 0:
+		return "draining"
+	}
+	return "live"
+}

@@ -22,9 +22,10 @@ type Future[T any] struct {
 // ends before it starts (fn sees ctx and decides).
 //
 // When the call is refused, the returned Future is already done with the
-// reason, and fn never runs: ctx.Err() when ctx is already done, an error
-// matching ErrInvalidArgument for a nil q or ctx, ErrNoFunc for a nil fn,
-// and the queue's refusals as Go returns them (ErrDestroyed, ErrDraining,
+// reason, and fn never runs, in this order: an error matching
+// ErrInvalidArgument for a nil q or ctx, ErrDestroyed, ErrNoFunc for a
+// nil fn ("wq: Submit: nil function"), ctx.Err() when ctx is already
+// done, and the queue's other refusals as Go returns them (ErrDraining,
 // ErrQueueFull, ...). A function that CancelPending dropped before it
 // started leaves the Future done with ErrCancelled. A panic in fn is recovered on the worker, which
 // goes on serving, and the Future's error is a *PanicError; a
@@ -40,11 +41,13 @@ func Submit[T any](q *Workqueue, ctx context.Context, fn func(context.Context) (
 	var zero T
 	switch {
 	case q == nil:
-		f.finish(zero, fmt.Errorf("%w: nil *Workqueue", ErrInvalidArgument))
+		f.finish(zero, errNilQueue)
 	case ctx == nil:
 		f.finish(zero, errNilContext)
+	case q.checkDestroyed() != nil:
+		f.finish(zero, ErrDestroyed)
 	case fn == nil:
-		f.finish(zero, ErrNoFunc)
+		f.finish(zero, errNoFuncSubmit)
 	case ctx.Err() != nil:
 		f.finish(zero, ctx.Err())
 	default:
@@ -62,7 +65,9 @@ func Submit[T any](q *Workqueue, ctx context.Context, fn func(context.Context) (
 // comes first. It returns the function's value and error (a *PanicError
 // if it panicked, the refusal if Submit was refused), or the zero T and
 // ctx.Err() when ctx ends first; the function is not affected and the
-// Future can be waited for again. A nil ctx waits without bound. Called
+// Future can be waited for again. A nil ctx returns the zero T and an
+// error matching ErrInvalidArgument (use context.Background() for no
+// bound). Called
 // from inside the future's own function it would wait for itself: it
 // returns an error matching ErrDeadlock at once, also when the function
 // unlocked the worker's goroutine from its thread and it moved. As with
@@ -70,6 +75,10 @@ func Submit[T any](q *Workqueue, ctx context.Context, fn func(context.Context) (
 // max_active 1) for a function queued after it on the same queue is a
 // deadlock that is not detected; ctx bounds it.
 func (f *Future[T]) Wait(ctx context.Context) (T, error) {
+	if ctx == nil {
+		var zero T
+		return zero, errNilContext
+	}
 	select {
 	case <-f.done:
 		return f.val, f.err
@@ -79,14 +88,10 @@ func (f *Future[T]) Wait(ctx context.Context) (T, error) {
 	if f.inOwnFunction() {
 		return zero, fmt.Errorf("wq: Future.Wait from inside the future's own function: %w", ErrDeadlock)
 	}
-	var ctxDone <-chan struct{}
-	if ctx != nil {
-		ctxDone = ctx.Done()
-	}
 	select {
 	case <-f.done:
 		return f.val, f.err
-	case <-ctxDone:
+	case <-ctx.Done():
 		return zero, ctx.Err()
 	}
 }

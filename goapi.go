@@ -19,11 +19,12 @@ import (
 // Group (group.go) and Submit (future.go) on top of them.
 //
 // Every queue path returns its reason as an error from one place
-// (queueOnErr, queuePendedErr): nil when it queued the item, errPending
-// when the item was already pending (the kernel's dedup, not a refusal),
-// otherwise the refusal, with the item's PENDING released. The bool calls
-// turn that into a report (queueResult); the error calls return it as it
-// is, so that a refusal added to the queue path reaches them unchanged.
+// (queueOnErr, queuePendedErr; the checks are admit.go's): nil when it
+// queued the item, errPending when the item was already pending (the
+// kernel's dedup, not a refusal), otherwise the refusal, with the item's
+// PENDING released. The bool calls turn that into a report (result); the
+// error calls return it as it is, so that a refusal added to the queue
+// path reaches them unchanged.
 //
 // A closure needs a Work to travel in. Go takes one from a free list (a
 // sync.Pool of goItems, each a Work and the fields of one call), so that
@@ -86,53 +87,30 @@ func (w *Work) pend() error {
 	}
 }
 
-// queueResult turns the queue path's answer into the bool of the kernel-style
-// calls: true when queued; false otherwise, with a refusal reported to
-// q's error handler (ErrDestroyed once per queue, ErrDraining once per
-// drain, a pending or disabled item not at all).
-func (q *Workqueue) queueResult(op string, w *Work, err error) bool {
-	if err == nil {
-		return true
-	}
-	q.reportRefusal(op, w, err)
-	return false
-}
-
-func (q *Workqueue) reportRefusal(op string, w *Work, err error) {
-	switch err {
-	case errPending, ErrDisabled:
-	case ErrDestroyed:
-		q.reportDestroyed(w)
-	case ErrDraining, errDestroying:
-		q.reportDraining(op, w)
-	case ErrNoFunc:
-		q.reportError(op, "", err)
-	case ErrQueueFull:
-		q.reportRefused(op, w, err) // once until the count falls (backpressure.go)
-	default:
-		q.reportError(op, w.Func(), err)
-	}
-}
-
 // QueueErr is Queue with the reason. It returns (true, nil) when it
 // queued w, and (false, nil) when w was already pending: that is the
 // kernel's dedup, not an error, and the pending instance will run. Every
-// refusal returns false and a non-nil error, matched with errors.Is:
+// refusal returns false and a non-nil error, matched with errors.Is, in
+// this order (the first that applies):
+//   - ErrInvalidArgument: q is nil;
+//   - ErrDestroyed: q was destroyed, whatever w is;
 //   - ErrNoFunc: w is nil or has no function (not initialised with Init);
 //   - ErrDisabled: w is disabled (Disable), or a CancelSync or DisableSync
 //     holds it (Queue returns false for it without a report);
-//   - ErrDestroyed: q was destroyed, or Destroy is draining it (that
-//     error matches ErrDraining too);
 //   - ErrDraining: q drains (Drain) and the caller is not one of q's own
-//     items;
-//   - any refusal of the queue path added later (ErrQueueFull with
-//     MaxPending), unchanged.
+//     items; while Destroy drains q, an error matching both ErrDraining
+//     and ErrDestroyed;
+//   - ErrOtherQueue: w runs now on another queue;
+//   - ErrQueueFull: q has MaxPending items waiting.
 //
 // A refused w is left idle, as it was. Unlike Queue, QueueErr reports
 // nothing to the error handler: the caller has the error. It never
 // blocks and makes no allocation. Safe from any goroutine. Mirrors
 // queue_work().
 func (q *Workqueue) QueueErr(w *Work) (queued bool, err error) {
+	if q == nil {
+		return false, errNilQueue
+	}
 	return queuedErr(q.queueOnErr(cpuUnbound, w, nil))
 }
 
@@ -140,6 +118,9 @@ func (q *Workqueue) QueueErr(w *Work) (queued bool, err error) {
 // that does not exist returns false and an error matching ErrInvalidCPU.
 // Mirrors queue_work_on().
 func (q *Workqueue) QueueOnErr(cpu int, w *Work) (queued bool, err error) {
+	if q == nil {
+		return false, errNilQueue
+	}
 	return queuedErr(q.queueOnChecked(cpu, w))
 }
 
@@ -159,14 +140,15 @@ func queuedErr(err error) (bool, error) {
 // caller: count with CancelPending's result, or use a Group or Submit,
 // whose Wait then returns ErrCancelled) or the process exits. It returns
 // an error, and
-// fn never runs, when q refuses it (errors.Is):
-//   - ErrNoFunc: fn is nil;
-//   - ErrDestroyed: q was destroyed, or Destroy is draining it (that
-//     error matches ErrDraining too);
+// fn never runs, when q refuses it (errors.Is), in this order:
+//   - ErrInvalidArgument: q is nil;
+//   - ErrDestroyed: q was destroyed, whatever fn is;
+//   - ErrNoFunc: fn is nil ("wq: Workqueue.Go: nil function");
 //   - ErrDraining: q drains (Drain) and the caller is not one of q's own
 //     items (an item of q may Go onto q while it drains, as chained work);
-//   - ErrQueueFull: q has MaxPending items waiting;
-//   - any other refusal of the queue path, unchanged.
+//     while Destroy drains q, an error matching both ErrDraining and
+//     ErrDestroyed;
+//   - ErrQueueFull: q has MaxPending items waiting.
 //
 // Refusals are returned, not reported to the error handler. Go never
 // blocks. It allocates nothing beyond the caller's closure: the Work that
@@ -181,11 +163,14 @@ func queuedErr(err error) (bool, error) {
 // The kernel has no closures; the nearest is queue_work() of a
 // work_struct allocated for one run.
 func (q *Workqueue) Go(fn func()) error {
-	if fn == nil {
-		return ErrNoFunc
+	if q == nil {
+		return errNilQueue
 	}
-	if q.destroyed.Load() {
-		return ErrDestroyed
+	if err := q.checkDestroyed(); err != nil {
+		return err
+	}
+	if fn == nil {
+		return errNoFuncGo
 	}
 	g := getGoItem()
 	g.gofn = fn
@@ -200,24 +185,28 @@ func (q *Workqueue) Go(fn func()) error {
 // is a region of ctx's trace task named after fn, and wqtrace.RegionTracer
 // makes its execution task a child of ctx's task (wqtrace.Event.Context).
 //
-// It returns ctx.Err() without queueing when ctx is already done, and an
-// error matching ErrInvalidArgument for a nil ctx; otherwise as Go. Once
+// It returns an error matching ErrInvalidArgument for a nil q or ctx,
+// then as Go (ErrDestroyed first, then ErrNoFunc for a nil fn), then
+// ctx.Err() without queueing when ctx is already done, then as Go. Once
 // queued, fn runs even if ctx ends before it starts: fn sees ctx and
 // decides (a queued item is never dropped silently). Never blocks; no
 // allocation beyond the caller's closure (the labels and the region cost
 // nothing while no trace runs). Safe from any goroutine.
 func (q *Workqueue) GoContext(ctx context.Context, fn func(context.Context)) error {
-	if fn == nil {
-		return ErrNoFunc
+	if q == nil {
+		return errNilQueue
 	}
 	if ctx == nil {
 		return errNilContext
 	}
-	if err := ctx.Err(); err != nil {
+	if err := q.checkDestroyed(); err != nil {
 		return err
 	}
-	if q.destroyed.Load() {
-		return ErrDestroyed
+	if fn == nil {
+		return errNoFuncGoContext
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	g := getGoItem()
 	g.cfn, g.ctx = fn, ctx

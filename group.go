@@ -62,7 +62,8 @@ func (q *Workqueue) NewGroup(ctx context.Context) (*Group, context.Context) {
 // runtime.Goexit in fn counts as fn returning an error matching
 // ErrWorkerExit. A Go that the queue refuses (ErrDestroyed, ErrDraining,
 // ErrQueueFull, ...) counts as fn returning that error, and fn never
-// runs; so does a nil fn, with ErrNoFunc, and a function that
+// runs; so does a nil fn, with ErrNoFunc ("wq: Group.Go: nil function";
+// ErrDestroyed first on a destroyed queue), and a function that
 // CancelPending dropped before it started, with ErrCancelled, as does one
 // whose Go call ended inside the tracer's queue_work (runtime.Goexit),
 // before fn was linked. Group panics count in the
@@ -177,8 +178,12 @@ func (g *Group) Wait() error {
 // error.
 func (g *Group) start(fn func(ctx context.Context) error) {
 	g.wg.Add(1)
+	if err := g.q.checkDestroyed(); err != nil {
+		g.done(err) // ErrDestroyed first, whatever fn is
+		return
+	}
 	if fn == nil {
-		g.done(ErrNoFunc)
+		g.done(errNoFuncGroup)
 		return
 	}
 	it := getGoItem()
