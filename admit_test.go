@@ -591,3 +591,100 @@ func TestAllocRefusesEmptyName(t *testing.T) {
 		t.Errorf("refused Allocs left %d queues, want %d", after, before)
 	}
 }
+
+// TestModDelayedFromAnotherQueueRacingDrainKeepsTheItem: ModDelayed(dw,
+// 0) onto q of an instance pending on queue p passes q's lifecycle check
+// while q is live; a Drain of q begins before it has taken the instance
+// off p (here: the instance is in transit on p, inside the tracer's
+// queue_work event, so ModDelayed's grab waits for it). The instance it
+// then takes off p was accepted: it must run once (on q, which the drain
+// waits for), not be cancelled by a second lifecycle check after the
+// grab while ModDelayed returns true.
+func TestModDelayedFromAnotherQueueRacingDrainKeepsTheItem(t *testing.T) {
+	modDelayedMovedRacing(t, "adm-mvd-drain", time.Duration(0), func(q *wq.Workqueue, g *keyGate) (string, func()) {
+		if !q.Queue(g.w) {
+			t.Fatal("Queue(gate) = false")
+		}
+		waitChan(t, "gate", g.started)
+		drained := make(chan struct{})
+		go func() { q.Drain(); close(drained) }()
+		return "draining", func() { waitChan(t, "Drain", drained) }
+	})
+}
+
+// TestModDelayedFromAnotherQueueRacingDestroyKeepsTheItem: as above with
+// a delay and Destroy: ModDelayed passed q's lifecycle check and counted
+// itself in transit before Destroy began, so Destroy's closeTimers waits
+// for it; the instance taken off p must then be queued on q at once
+// (arming is closed) and run by Destroy's drain, not cancelled.
+func TestModDelayedFromAnotherQueueRacingDestroyKeepsTheItem(t *testing.T) {
+	modDelayedMovedRacing(t, "adm-mvd-destroy", time.Hour, func(q *wq.Workqueue, g *keyGate) (string, func()) {
+		destroyed := make(chan struct{})
+		go func() { q.Destroy(); close(destroyed) }()
+		return "destroying", func() { waitChan(t, "Destroy", destroyed) }
+	})
+}
+
+// modDelayedMovedRacing runs ModDelayed(dw, d) onto q for dw in transit
+// on p, starts begin's lifecycle change of q once ModDelayed is in
+// transit, then lets dw reach p.
+func modDelayedMovedRacing(t *testing.T, name string, d time.Duration, begin func(q *wq.Workqueue, g *keyGate) (string, func())) {
+	errs := captureErrors(t)
+	// p runs one item at a time, and a blocker holds it: dw stays
+	// pending on p until ModDelayed takes it.
+	p, err := wq.AllocOrdered(name+"-p", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Destroy)
+	b := newBlocker()
+	t.Cleanup(b.free)
+	if !p.Queue(b.w) {
+		t.Fatal("Queue(blocker) on p = false")
+	}
+	b.waitStarted(t)
+	q, err := wq.Alloc(name+"-q", wq.Unbound, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(q.Destroy)
+	g := newKeyGate()
+	openGate := sync.OnceFunc(func() { close(g.open) })
+	t.Cleanup(openGate) // before q's Destroy, also after a failure
+	var ran atomic.Int32
+	dw := wq.NewDelayedWork(func() { ran.Add(1) })
+	modded := make(chan bool, 1)
+	var fired atomic.Bool
+	var wait func()
+	wq.SetTracer(tracerFunc(func(ev *wqtrace.Event) {
+		if ev.Kind != wqtrace.QueueWork || ev.Workqueue != p.Name() || !fired.CompareAndSwap(false, true) {
+			return
+		}
+		// dw is in transit on p: ModDelayed's grab waits for it.
+		go func() { modded <- q.ModDelayed(dw, d) }()
+		waitFor(t, "ModDelayed in transit", func() bool { return q.TimersFiring() > 0 })
+		var state string
+		state, wait = begin(q, g)
+		waitFor(t, "q "+state, func() bool { return q.Life() == state })
+	}))
+	defer wq.SetTracer(nil)
+	if !p.QueueDelayed(dw, 0) {
+		t.Fatal("QueueDelayed on p = false")
+	}
+	wq.SetTracer(nil)
+	if !fired.Load() {
+		t.Fatal("the queueing on p was not traced")
+	}
+	was := <-modded
+	openGate()
+	wait()
+	b.free()
+	p.Flush()
+	if !was {
+		t.Errorf("ModDelayed = false, want true (dw was pending on p)")
+	}
+	if n := ran.Load(); n != 1 {
+		t.Errorf("the instance moved from p ran %d times, want 1 (%d ErrDraining, %d ErrDestroyed reports)",
+			n, errs.count(wq.ErrDraining), errs.count(wq.ErrDestroyed))
+	}
+}
