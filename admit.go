@@ -270,7 +270,7 @@ func (q *Workqueue) report(op string, w *Work, err error) {
 		if q.bp.full.Load() || !q.bp.full.CompareAndSwap(false, true) {
 			return
 		}
-		q.reportError(op, w.Func(), fmt.Errorf("%w: %s: %d items pending (MaxPending); reported once until one leaves", ErrQueueFull, q.name, q.bp.max))
+		q.reportError(op, w.Func(), fmt.Errorf("%w: %s: max_active %d + MaxPending %d items held; reported once until one leaves", ErrQueueFull, q.name, q.maxActive.Load(), q.bp.max))
 	default:
 		q.reportError(op, w.Func(), err)
 	}

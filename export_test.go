@@ -157,6 +157,14 @@ func EscapeTarget(cpu int) []int { return escapeTarget(currentTopology(), cpu).L
 // PendingCount returns q's MaxPending count (backpressure.go), for tests.
 func (q *Workqueue) PendingCount() int64 { return q.bp.n.Load() }
 
+// SetBeforeRoomWait sets the hook queueWait calls just before it
+// registers as a waiter for room (nil: none), and returns the function
+// that removes it.
+func SetBeforeRoomWait(h func(q *Workqueue)) (undo func()) {
+	beforeRoomWait.Store(&h)
+	return func() { beforeRoomWait.Store(nil) }
+}
+
 // RoomWaiters returns the number of QueueContext calls waiting for room.
 func (q *Workqueue) RoomWaiters() int { return int(q.bp.waiters.Load()) }
 
@@ -238,6 +246,10 @@ func SetSetupHook(q *Workqueue, cpu int, h func()) (restore func()) {
 // the worker's goroutine off its thread (moveOffThread) and reports
 // whether it moved.
 func MoveOffThread() bool { return moveOffThread() }
+
+// SetGoSlotsOff switches the goroutine items' slots off (true) or on
+// (goadmit.go; tests: the rule disabled).
+func SetGoSlotsOff(off bool) { setGoSlotsOff(off) }
 
 // Life returns q's lifecycle state: "live", "draining", "destroying" or
 // "destroyed" (admit.go).

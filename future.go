@@ -21,21 +21,26 @@ type Future[T any] struct {
 // region of ctx's trace task under an execution trace, and even if ctx
 // ends before it starts (fn sees ctx and decides).
 //
+// On a queue full under MaxPending, Submit waits for room until ctx is
+// done, as GoContext does (pond's Submit on a pool with WithQueueSize).
 // When the call is refused, the returned Future is already done with the
 // reason, and fn never runs, in this order: an error matching
 // ErrInvalidArgument for a nil q or ctx, ErrDestroyed, ErrNoFunc for a
 // nil fn ("wq: Submit: nil function"), ctx.Err() when ctx is already
-// done, and the queue's other refusals as Go returns them (ErrDraining,
-// ErrQueueFull, ...). A function that CancelPending dropped before it
-// started leaves the Future done with ErrCancelled. A panic in fn is recovered on the worker, which
+// done or ends while Submit waits for room, and the queue's other
+// refusals as Go returns them (ErrDraining, ...; never ErrQueueFull). A
+// function that CancelPending dropped before it started leaves the Future
+// done with ErrCancelled. A panic in fn is recovered on the worker, which
 // goes on serving, and the Future's error is a *PanicError; a
 // runtime.Goexit in fn gives an error matching ErrWorkerExit. Panics of
 // futures count in the queue's Stats().Panics but do not go to its panic
 // handler.
 //
-// Submit never blocks. It allocates the Future and its done channel, and
-// nothing else beyond the caller's closure. Safe from any goroutine. The
-// kernel has no counterpart.
+// Submit blocks only while the queue is full (see GoContext for the
+// rules of that wait); on an unbounded queue it never blocks. It allocates
+// the Future and its done channel, and nothing else beyond the caller's
+// closure unless it waits. Safe from any goroutine. The kernel has no
+// counterpart.
 func Submit[T any](q *Workqueue, ctx context.Context, fn func(context.Context) (T, error)) *Future[T] {
 	f := &Future[T]{done: make(chan struct{})}
 	var zero T
@@ -54,7 +59,7 @@ func Submit[T any](q *Workqueue, ctx context.Context, fn func(context.Context) (
 		f.fn = fn
 		it := getGoItem()
 		it.task, it.ctx = f, ctx
-		if err := q.goQueue(it); err != nil {
+		if err := q.goQueueWait(ctx, it); err != nil {
 			f.finish(zero, err)
 		}
 	}
@@ -106,7 +111,7 @@ func (f *Future[T]) finish(v T, err error) {
 }
 
 // runTask runs the function on its worker (goItem.run).
-func (f *Future[T]) runTask(ctx context.Context) {
+func (f *Future[T]) runTask(ctx context.Context, it *goItem) {
 	var (
 		v        T
 		err      error
@@ -121,6 +126,7 @@ func (f *Future[T]) runTask(ctx context.Context) {
 				err = errGoexit
 			}
 		}
+		it.leaveCount() // room on the queue before Wait can return
 		f.finish(v, err)
 	}()
 	v, err = fn(ctx)
@@ -136,9 +142,9 @@ func (f *Future[T]) cancelTask(err error) {
 
 // inOwnFunction reports whether the caller is the worker running f's
 // function, also when its goroutine left the worker's thread
-// (selfWorkerAnyThread).
+// (selfWorker).
 func (f *Future[T]) inOwnFunction() bool {
-	wk := selfWorkerAnyThread()
+	wk := selfWorker()
 	if wk == nil {
 		return false
 	}

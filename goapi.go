@@ -148,7 +148,8 @@ func queuedErr(err error) (bool, error) {
 //     items (an item of q may Go onto q while it drains, as chained work);
 //     while Destroy drains q, an error matching both ErrDraining and
 //     ErrDestroyed;
-//   - ErrQueueFull: q has MaxPending items waiting.
+//   - ErrQueueFull: q holds max_active + MaxPending items (Go never
+//     waits for room: GoContext does).
 //
 // Refusals are returned, not reported to the error handler. Go never
 // blocks. It allocates nothing beyond the caller's closure: the Work that
@@ -177,21 +178,32 @@ func (q *Workqueue) Go(fn func()) error {
 	return q.goQueue(g)
 }
 
-// GoContext is Go for a function that takes a context: the worker runs
-// fn(ctx) with ctx's pprof labels (runtime/pprof.WithLabels) set on its
-// goroutine for the item's duration, so that CPU profiles charge the run
-// to the caller's labels, and removes them after (workers carry no labels
-// of their own). While a runtime/trace execution trace is running, the run
-// is a region of ctx's trace task named after fn, and wqtrace.RegionTracer
-// makes its execution task a child of ctx's task (wqtrace.Event.Context).
+// GoContext is Go for a function that takes a context, and a context
+// that bounds a wait for room: on a queue full under MaxPending it waits,
+// as QueueContext does, until an item of q frees its place or ctx is done,
+// instead of returning ErrQueueFull (pond's blocking Submit, ants'
+// blocking mode). The worker runs fn(ctx) with ctx's pprof labels
+// (runtime/pprof.WithLabels) set on its goroutine for the item's duration,
+// so that CPU profiles charge the run to the caller's labels, and removes
+// them after (workers carry no labels of their own). While a
+// runtime/trace execution trace is running, the run is a region of ctx's
+// trace task named after fn, and wqtrace.RegionTracer makes its execution
+// task a child of ctx's task (wqtrace.Event.Context).
 //
 // It returns an error matching ErrInvalidArgument for a nil q or ctx,
 // then as Go (ErrDestroyed first, then ErrNoFunc for a nil fn), then
-// ctx.Err() without queueing when ctx is already done, then as Go. Once
+// ctx.Err() without queueing when ctx is already done, then as Go,
+// ErrQueueFull aside: on a full queue it waits, and returns ctx.Err() if
+// ctx ends first (fn never runs). A Destroy or Drain that begins while
+// it waits wakes it with Go's refusal (ErrDestroyed, ErrDraining). Once
 // queued, fn runs even if ctx ends before it starts: fn sees ctx and
-// decides (a queued item is never dropped silently). Never blocks; no
-// allocation beyond the caller's closure (the labels and the region cost
-// nothing while no trace runs). Safe from any goroutine.
+// decides (a queued item is never dropped silently). It blocks only
+// while the queue is full; on an unbounded queue it never blocks. Called
+// from one of q's own items on a full queue, it waits for another item
+// to end: with max_active 1 that is a deadlock that ctx must bound. No
+// allocation beyond the caller's closure, unless it waits (the labels
+// and the region cost nothing while no trace runs). Safe from any
+// goroutine.
 func (q *Workqueue) GoContext(ctx context.Context, fn func(context.Context)) error {
 	if q == nil {
 		return errNilQueue
@@ -210,7 +222,7 @@ func (q *Workqueue) GoContext(ctx context.Context, fn func(context.Context)) err
 	}
 	g := getGoItem()
 	g.cfn, g.ctx = fn, ctx
-	return q.goQueue(g)
+	return q.goQueueWait(ctx, g)
 }
 
 // goItem is the Work of one Go, GoContext, Group.Go or Submit call, from
@@ -231,7 +243,7 @@ type goItem struct {
 
 // goTask is what Submit queues: a Future of some T.
 type goTask interface {
-	runTask(ctx context.Context)
+	runTask(ctx context.Context, it *goItem)
 	cancelTask(err error) // done with err, never run
 	taskFunc() any        // the user's function, for Work.Func
 }
@@ -255,6 +267,16 @@ func goItemOf(w *Work) *goItem { return (*goItem)(unsafe.Pointer(w)) }
 // refusal.
 func (q *Workqueue) goQueue(g *goItem) error {
 	err := q.queueOnErr(cpuUnbound, &g.Work, nil)
+	if err != nil {
+		g.recycle() // refused: idle, never linked
+	}
+	return err
+}
+
+// goQueueWait is goQueue that waits for room while q is full, until ctx
+// is done (queueWait).
+func (q *Workqueue) goQueueWait(ctx context.Context, g *goItem) error {
+	err := q.queueWait(ctx, &g.Work)
 	if err != nil {
 		g.recycle() // refused: idle, never linked
 	}
@@ -298,9 +320,19 @@ func (g *goItem) run() {
 	case g.cfn != nil:
 		g.cfn(ctx)
 	case g.efn != nil:
-		g.grp.run(ctx, g.efn)
+		g.grp.run(ctx, g.efn, g)
 	default:
-		g.task.runTask(ctx)
+		g.task.runTask(ctx, g)
+	}
+}
+
+// leaveCount takes g's instance out of its queue's MaxPending count
+// (worker.leaveCount), for a Group's or a Future's function that has
+// returned, before its end is reported to Wait. On g's worker's
+// goroutine, inside g's run.
+func (g *goItem) leaveCount() {
+	if wk := g.runner.Load(); wk != nil {
+		wk.leaveCount()
 	}
 }
 

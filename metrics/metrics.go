@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -32,6 +33,18 @@ type Options struct {
 	// every live workqueue. It is called at each scrape and must be safe
 	// for concurrent use. Pools are always exported.
 	Workqueues func(name string) bool
+	// ClientGo adds, for each workqueue, the seven series of client-go's
+	// workqueue metrics under client-go's names, label, help and buckets:
+	// workqueue_depth, workqueue_adds_total,
+	// workqueue_queue_duration_seconds, workqueue_work_duration_seconds,
+	// workqueue_unfinished_work_seconds,
+	// workqueue_longest_running_processor_seconds and
+	// workqueue_retries_total, each with the label name (the queue's
+	// name), whatever Namespace is (see the package doc). They are added to
+	// the Collector's own series, not put in their place. A registry that
+	// holds client-go's own workqueue metrics cannot also register a
+	// Collector with ClientGo set: the names collide.
+	ClientGo bool
 }
 
 // Bounds of the default histogram buckets, as powers of two in ns.
@@ -59,10 +72,25 @@ func DefaultBuckets() []float64 {
 // the queues' and pools' locks, and reads each worker's last CPU from
 // /proc. A Collector is safe for concurrent use and may be registered in
 // several registries.
+//
+// Queues that share a name are exported as one series per metric, their
+// counters summed. Every exported counter is monotonic: the Collector
+// keeps, per name, the final counters of the queues of that name it saw
+// alive at an earlier scrape and that were destroyed since, and adds them
+// to the name's live queues, so that destroying one of two queues of a
+// name (or destroying a queue and allocating another of its name) is not
+// read as a counter reset by Prometheus's rate(). A name whose queues are
+// all destroyed is no longer exported until a queue of that name is
+// allocated again. Counters of a queue allocated and destroyed between
+// two scrapes are never seen.
 type Collector struct {
 	boundsNs []int64   // histogram bounds in ns, increasing
 	boundsS  []float64 // the same in seconds, as given
 	filter   func(string) bool
+
+	mu   sync.Mutex                 // guards seen and gone; held through a scrape's sampling
+	seen map[*wq.Workqueue]struct{} // queues exported at the last scrape
+	gone map[string]wq.QueueStats   // per name: summed counters of its destroyed queues
 
 	info, maxActive                                    *prometheus.Desc
 	started, completed, inFlight, cpuSeconds           *prometheus.Desc
@@ -75,6 +103,8 @@ type Collector struct {
 
 	// client-go's workqueue metrics (backlog.go).
 	depth, adds, unfinished, longest *prometheus.Desc
+
+	clientGo *clientGo // nil unless Options.ClientGo (clientgo.go)
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -138,6 +168,9 @@ func NewCollector(opts Options) (*Collector, error) {
 	c.poolPending = p("pending_items", "Work items on the pool's worklist, waiting for a worker.")
 	c.poolMaxRunning = p("max_running_seconds", "Longest time the item a worker of the pool currently executes has been running; 0 when all are idle.")
 	c.backlogDescs(q)
+	if opts.ClientGo {
+		c.clientGo = newClientGo(cl)
+	}
 	return c, nil
 }
 
@@ -165,6 +198,11 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		c.depth, c.adds, c.unfinished, c.longest} {
 		ch <- d
 	}
+	if c.clientGo != nil {
+		for _, d := range c.clientGo.descs() {
+			ch <- d
+		}
+	}
 }
 
 // queueSample is the merged statistics of the live queues sharing a name.
@@ -185,10 +223,31 @@ type queueSample struct {
 func queueType(q *wq.Workqueue) string { return q.Type().String() }
 
 func (c *Collector) sampleQueues() []*queueSample {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	byName := map[string]*queueSample{}
 	var out []*queueSample
-	for _, q := range wq.Queues(false) {
-		if c.filter != nil && !c.filter(q.Name()) {
+	live := wq.Queues(false)
+	alive := make(map[*wq.Workqueue]bool, len(live))
+	now := make(map[*wq.Workqueue]struct{}, len(live))
+	for _, q := range live {
+		alive[q] = true
+		if c.filter == nil || c.filter(q.Name()) {
+			now[q] = struct{}{}
+		}
+	}
+	for q := range c.seen {
+		if !alive[q] {
+			// Destroyed since the last scrape: its Stats are final.
+			if c.gone == nil {
+				c.gone = map[string]wq.QueueStats{}
+			}
+			c.gone[q.Name()] = mergeCounters(c.gone[q.Name()], q.Stats())
+		}
+	}
+	c.seen = now
+	for _, q := range live {
+		if _, ok := now[q]; !ok {
 			continue
 		}
 		st := q.Stats()
@@ -205,7 +264,18 @@ func (c *Collector) sampleQueues() []*queueSample {
 		byName[s.name] = s
 		out = append(out, s)
 	}
+	for _, s := range out {
+		if g, ok := c.gone[s.name]; ok {
+			s.st = mergeCounters(s.st, g)
+		}
+	}
 	return out
+}
+
+// mergeCounters adds b's counters (not its gauges: Infl, Pending) to a's.
+func mergeCounters(a, b wq.QueueStats) wq.QueueStats {
+	b.Infl, b.Pending, b.EscapeAfter = 0, 0, 0
+	return mergeStats(a, b)
 }
 
 func mergeStats(a, b wq.QueueStats) wq.QueueStats {
@@ -289,6 +359,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- c.histogram(c.workDuration, st.Exec, n)
 		ch <- c.histogram(c.pwaitDuration, st.PWait, n)
 		c.collectBacklog(gauge, counter, s)
+		if c.clientGo != nil {
+			c.clientGo.collect(gauge, counter, histogramWith, ch, s)
+		}
 	}
 	for _, p := range wq.Pools() {
 		cpu := ""
@@ -313,10 +386,16 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 // the Collector's bounds; an impossible conversion yields an invalid
 // metric (reported by the registry), never a panic.
 func (c *Collector) histogram(d *prometheus.Desc, h wq.HistSnapshot, lv ...string) prometheus.Metric {
-	cum := cumulativeBuckets(h, c.boundsNs)
+	return histogramWith(d, h, c.boundsNs, c.boundsS, lv...)
+}
+
+// histogramWith is histogram with the bounds given: boundsNs in ns,
+// boundsS the same in seconds.
+func histogramWith(d *prometheus.Desc, h wq.HistSnapshot, boundsNs []int64, boundsS []float64, lv ...string) prometheus.Metric {
+	cum := cumulativeBuckets(h, boundsNs)
 	buckets := make(map[float64]uint64, len(cum))
 	for i, n := range cum {
-		buckets[c.boundsS[i]] = n
+		buckets[boundsS[i]] = n
 	}
 	m, err := prometheus.NewConstHistogram(d, uint64(max(h.Count, 0)), float64(h.SumNs)/1e9, buckets, lv...)
 	if err != nil {
