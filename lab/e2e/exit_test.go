@@ -3,10 +3,15 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -158,4 +163,66 @@ func TestUncheckedCleanupIsNotNothingStale(t *testing.T) {
 	if strings.Contains(txt.String(), "nothing stale") || !strings.Contains(txt.String(), "cleanup at start: not run") {
 		t.Errorf("the start could not clean (base %s is a file, or not root), but the text says:\n%s", base, txt.String())
 	}
+}
+
+// childrenOf returns the pids of pid's children named comm.
+func childrenOf(pid int, comm string) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i, j := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if i < 0 || j < i {
+			continue
+		}
+		f := strings.Fields(s[j+1:])
+		if s[i+1:j] == comm && len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			n, _ := strconv.Atoi(e.Name())
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// TestKilledRunLeavesNoMkfs: mkfs.erofs, like fio, dies with a run
+// killed by SIGKILL, instead of going on as an orphan writing into the
+// dead session. The test stops mkfs (SIGSTOP) before it kills the run,
+// so that an orphan stays until the test kills it.
+func TestKilledRunLeavesNoMkfs(t *testing.T) {
+	need(t, "mkfs")
+	src := t.TempDir()
+	data := make([]byte, 8<<20)
+	rand.NewChaCha8([32]byte{3}).Read(data)
+	if err := os.WriteFile(filepath.Join(src, "random.bin"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "GOWQ_E2E_CHILD=mkfs", "GOWQ_E2E_SRC="+src, "GOWQ_E2E_IMG="+filepath.Join(t.TempDir(), "image.erofs"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var mkfs []int
+	for deadline := time.Now().Add(30 * time.Second); len(mkfs) == 0 && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		mkfs = childrenOf(cmd.Process.Pid, "mkfs.erofs")
+	}
+	if len(mkfs) == 0 {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Skip("mkfs.erofs finished before the test saw it")
+	}
+	syscall.Kill(mkfs[0], syscall.SIGSTOP)
+	defer syscall.Kill(mkfs[0], syscall.SIGKILL)
+	cmd.Process.Kill()
+	cmd.Wait()
+	waitGone(t, "orphaned mkfs.erofs", func() []string {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", mkfs[0]))
+		if err != nil || strings.Contains(string(b), ") Z ") {
+			return nil
+		}
+		return []string{strings.TrimSpace(string(b))}
+	})
 }
