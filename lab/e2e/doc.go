@@ -44,5 +44,6 @@
 // Cleanup finds the sessions whose process is gone (or a zombie),
 // unmounts what they left, releases their loop devices (reporting a busy
 // one as set to autoclear, with who holds it, not as released) and
-// removes their directories; live sessions are left alone.
+// removes their directories; live sessions are left alone, and reported
+// (a concurrent run's passes share the CPUs with this one's).
 package e2e

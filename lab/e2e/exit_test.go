@@ -226,3 +226,41 @@ func TestKilledRunLeavesNoMkfs(t *testing.T) {
 		return []string{strings.TrimSpace(string(b))}
 	})
 }
+
+// TestConcurrentRunIsReported: a run started while another run's session
+// is live leaves it alone and says, in its text, that the figures share
+// the CPUs with it. The other run here is a live process (a sleep)
+// owning a session directory; no fio on PATH, so nothing mounts.
+func TestConcurrentRunIsReported(t *testing.T) {
+	need(t, "root")
+	base := t.TempDir()
+	other := exec.Command("sleep", "60")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { other.Process.Kill(); other.Wait() }()
+	st, err := startTime(other.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := filepath.Join(base, fmt.Sprintf("%d-%d", other.Process.Pid, st))
+	if err := os.MkdirAll(live, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", t.TempDir())
+	res, err := Run(context.Background(), Options{Pass: 100 * time.Millisecond, Rounds: 1,
+		Loads: []driver.LoadKind{driver.LoadNone}, CorpusBytes: 64 << 10, Base: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var txt strings.Builder
+	if err := res.WriteTable(&txt); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(txt.String(), "another e2e run is live ("+live+")") {
+		t.Errorf("a live session %s is not reported:\n%s", live, txt.String())
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("the live session was touched: %v", err)
+	}
+}

@@ -165,7 +165,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		logf("cleanup: %v", err)
 	}
 	if !res.Cleanup.Empty() {
-		logf("cleaned what an earlier run left:\n%s", res.Cleanup.String())
+		logf("at the start:\n%s", res.Cleanup.String())
 	}
 
 	rows := make([]*row, 0, len(RowIDs()))
