@@ -265,3 +265,24 @@ func (q *Workqueue) Life() string {
 	}
 	return "live"
 }
+
+// SetRuntimeNice replaces the reading of the runtime threads' nice that
+// goroutineBacked makes (sched.RuntimeNice) until restore.
+func SetRuntimeNice(f func() (int, bool)) (restore func()) {
+	old := runtimeNice
+	runtimeNice = f
+	return func() { runtimeNice = old }
+}
+
+// PoolsGoroutineBacked reports, for each pwq of q's current table, whether
+// its pool is goroutine-backed.
+func PoolsGoroutineBacked(q *Workqueue) []bool {
+	t := q.table.Load()
+	var out []bool
+	for _, pq := range append(append([]*pwq{t.dfl}, t.pods...), t.cpu...) {
+		if pq != nil {
+			out = append(out, pq.pool.key.goro)
+		}
+	}
+	return out
+}
