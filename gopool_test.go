@@ -528,17 +528,18 @@ func TestGoroutineBackedJudgedOncePerInstall(t *testing.T) {
 		t.Skip("GOWQ_THREADS set: no queue is goroutine-backed")
 	}
 	q := mustAlloc(t, "gopool-judged-once", wq.Unbound, 0)
+	nice := reachableNice(t, 7)
 	var reads atomic.Int32
-	// The first read of each install finds every thread at nice 7, the
-	// later ones find them differing.
+	// The first read finds every thread at the queue's nice, the later
+	// ones find them differing.
 	restore := wq.SetRuntimeNice(func() (int, bool) {
 		if reads.Add(1) == 1 {
-			return 7, true
+			return nice, true
 		}
 		return 0, false
 	})
 	defer restore()
-	if err := q.SetNice(7); err != nil {
+	if err := q.SetNice(nice); err != nil {
 		t.Fatal(err)
 	}
 	if reads.Load() == 0 {
