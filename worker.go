@@ -551,7 +551,6 @@ func (wk *worker) processOne(w *Work) bool {
 		cmNotifyBusy()
 	}
 	p.progress.Store(now)
-	wk.chargePWait(pq)
 	wk.startLat = -1
 	if qa := w.queuedAt; qa != 0 {
 		wk.startLat = now - qa // observed as it starts (runItem)
@@ -614,6 +613,7 @@ func (wk *worker) runItem(w *Work, fn func(), pq *pwq) {
 	if wk.startLat >= 0 {
 		pq.stats.observeLatency(wk.startLat)
 	}
+	wk.chargePWait(pq) // the wake-up that led here, if measured
 	if r := wk.rescuer; r != nil && r.escape {
 		pq.stats.escaped.Add(1)
 	} else if r != nil {
