@@ -307,7 +307,11 @@ func TestMaxPendingAdmitsExactlyMPlusNFrom40Producers(t *testing.T) {
 					go func(p int) {
 						defer wg.Done()
 						start.Wait()
-						for i := 0; i < tries; i++ {
+						n := tries
+						if e.waits {
+							n = 2 // each refusal costs its ctx's 300 ms
+						}
+						for i := 0; i < n; i++ {
 							ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 							ok, err := e.try(q, ctx, g, &works[p*tries+i], body)
 							cancel()
@@ -1439,4 +1443,372 @@ func TestGoUsersMappingTableRowByRow(t *testing.T) {
 			t.Errorf("%d ran, want the 1 running", got)
 		}
 	})
+}
+
+// ---------------------------------------------------------------------
+// 10. More attempts to break it.
+
+// Cancelled items leave the count: CancelPending on a full queue frees
+// exactly the places of the items it dropped for the parked producers.
+func TestCancelPendingFreesExactlyItsPlacesForParkedProducers(t *testing.T) {
+	const m, n = 2, 4
+	q := upAlloc(t, "up-cancel-room", wq.Unbound, m, wq.MaxPending(n))
+	gate := make(chan struct{})
+	var ran atomic.Int32
+	for i := 0; i < m+n; i++ {
+		if err := q.Go(func() { <-gate; ran.Add(1) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	upEventually(t, "m running", func() bool { return q.Running().Items == m })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var accepted atomic.Int32
+	var wg sync.WaitGroup
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := q.GoContext(ctx, func(context.Context) { <-gate; ran.Add(1) }); err == nil {
+				accepted.Add(1)
+			} else if !errors.Is(err, context.Canceled) {
+				t.Errorf("GoContext: %v", err)
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	if a := accepted.Load(); a != 0 {
+		t.Fatalf("%d producers admitted on a full queue", a)
+	}
+	if c := q.CancelPending(); c != n {
+		t.Fatalf("CancelPending = %d, want %d", c, n)
+	}
+	upEventually(t, "n admitted", func() bool { return accepted.Load() >= n })
+	time.Sleep(100 * time.Millisecond)
+	if a := accepted.Load(); a != n {
+		t.Errorf("after CancelPending of %d, %d parked producers admitted, want %d", n, a, n)
+	}
+	cancel()
+	upWithin(t, "producers", wg.Wait)
+	close(gate)
+	upWithin(t, "Flush", q.Flush)
+	if got := ran.Load(); got != m+n {
+		t.Errorf("ran %d, want %d (m running + n admitted after the cancel)", got, m+n)
+	}
+}
+
+// The order of checks: an item already pending is the kernel's dedup,
+// not ErrQueueFull, and QueueContext does not wait for it.
+func TestPendingItemOnFullQueueIsDedupNotQueueFull(t *testing.T) {
+	q := upAlloc(t, "up-dedup-full", wq.Unbound, 1, wq.MaxPending(1))
+	gate := make(chan struct{})
+	defer close(gate)
+	if err := q.Go(func() { <-gate }); err != nil {
+		t.Fatal(err)
+	}
+	upEventually(t, "running", func() bool { return q.Running().Items == 1 })
+	w := wq.NewWork(func() {})
+	if ok, err := q.QueueErr(w); !ok || err != nil {
+		t.Fatalf("QueueErr = %v, %v", ok, err)
+	}
+	if ok, err := q.QueueErr(w); ok || err != nil {
+		t.Errorf("QueueErr of the pending item on a full queue = %v, %v; want false, nil", ok, err)
+	}
+	upWithin(t, "QueueContext of a pending item", func() {
+		if err := q.QueueContext(context.Background(), w); err != nil {
+			t.Errorf("QueueContext of the pending item = %v, want nil", err)
+		}
+	})
+}
+
+// A storm of Queue, Cancel, CancelSync and Flush on shared items: every
+// Queue that returned true is matched by exactly one run or one Cancel
+// (or CancelSync) that returned true.
+func TestQueueCancelFlushStormMatchesEveryQueueWithOneRunOrCancel(t *testing.T) {
+	for _, qk := range upQueueKinds() {
+		t.Run(qk.name, func(t *testing.T) {
+			q := upAlloc(t, "up-storm-"+qk.name, qk.flags, 2, append([]wq.Option{wq.MaxPending(8)}, qk.opts...)...)
+			const items = 8
+			var runs, queued, cancelled [items]atomic.Int64
+			ws := make([]*wq.Work, items)
+			for i := range ws {
+				ws[i] = wq.NewWork(func() { runs[i].Add(1); runtime.Gosched() })
+			}
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for p := 0; p < 6; p++ {
+				wg.Add(1)
+				go func(p int) {
+					defer wg.Done()
+					for k := 0; ; k++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						i := (p + k) % items
+						switch (p + k) % 5 {
+						case 0, 1:
+							if q.Queue(ws[i]) {
+								queued[i].Add(1)
+							}
+						case 2:
+							if ws[i].Cancel() {
+								cancelled[i].Add(1)
+							}
+						case 3:
+							if ws[i].CancelSync() {
+								cancelled[i].Add(1)
+							}
+						case 4:
+							if p%2 == 0 {
+								ws[i].Flush()
+							} else {
+								q.Flush()
+							}
+						}
+					}
+				}(p)
+			}
+			time.Sleep(time.Second)
+			close(stop)
+			upWithin(t, "storm", wg.Wait)
+			upWithin(t, "Flush", q.Flush)
+			for i := range ws {
+				if q, r, c := queued[i].Load(), runs[i].Load(), cancelled[i].Load(); q != r+c {
+					t.Errorf("item %d: Queue true %d times, ran %d, cancelled %d", i, q, r, c)
+				}
+			}
+			if st := q.Stats(); st.Pending != 0 {
+				t.Errorf("Pending = %d after the storm", st.Pending)
+			}
+		})
+	}
+}
+
+// Destroy, DestroyContext and Drain at once, with producers parked and
+// chained items queueing onto the queue while it drains: every call
+// returns, every accepted item runs once.
+func TestConcurrentDestroyDrainWithChainedWorkAllReturn(t *testing.T) {
+	upQuietErrors(t)
+	q, err := wq.Alloc("up-destroy-storm", wq.Unbound, 2, wq.MaxPending(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var accepted, ran atomic.Int64
+	gate := make(chan struct{})
+	var chain func(depth int) func()
+	chain = func(depth int) func() {
+		return func() {
+			<-gate
+			ran.Add(1)
+			if depth > 0 {
+				// Chained work during the drain. On a full queue, GoContext
+				// from an item waits for another item to end: when all m
+				// running items wait so, only ctx ends it (documented).
+				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+				defer cancel()
+				if q.GoContext(ctx, func(context.Context) { chain(depth - 1)() }) == nil {
+					accepted.Add(1)
+				}
+			}
+		}
+	}
+	for i := 0; i < 6; i++ {
+		if q.Go(chain(3)) == nil {
+			accepted.Add(1)
+		}
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 10; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if q.GoContext(context.Background(), func(context.Context) { chain(1)() }) == nil {
+				accepted.Add(1)
+			}
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	for i := 0; i < 3; i++ {
+		wg.Add(3)
+		go func() { defer wg.Done(); q.Destroy() }()
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+			defer cancel()
+			_ = q.DestroyContext(ctx)
+		}()
+		go func() { defer wg.Done(); q.Drain() }()
+	}
+	time.Sleep(20 * time.Millisecond)
+	close(gate)
+	upWithin(t, "Destroy/Drain storm", wg.Wait)
+	upWithin(t, "final Destroy", q.Destroy)
+	if a, r := accepted.Load(), ran.Load(); a != r {
+		t.Errorf("accepted %d, ran %d", a, r)
+	}
+}
+
+// A function that ends with runtime.Goexit frees its group's SetLimit slot.
+func TestGoexitInGroupFunctionFreesItsLimitSlot(t *testing.T) {
+	q := upAlloc(t, "up-goexit-limit", wq.Unbound, 0)
+	g, _ := q.NewGroup(context.Background())
+	g.SetLimit(1)
+	g.Go(func(context.Context) error { runtime.Goexit(); return nil })
+	var second atomic.Bool
+	upWithin(t, "Go after the Goexit", func() { g.Go(func(context.Context) error { second.Store(true); return nil }) })
+	var err error
+	upWithin(t, "Wait", func() { err = g.Wait() })
+	if !errors.Is(err, wq.ErrWorkerExit) || !second.Load() {
+		t.Errorf("Wait = %v, second ran %v; want ErrWorkerExit and true", err, second.Load())
+	}
+}
+
+// A Submit whose ctx ends while it waits, racing a Destroy: its Future
+// has one of the two refusals, and fn never runs.
+func TestSubmitCtxEndRacingDestroyNeverRunsFn(t *testing.T) {
+	for round := 0; round < 20; round++ {
+		q, err := wq.Alloc("up-submit-race", wq.Unbound, 1, wq.MaxPending(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		gate := make(chan struct{})
+		for i := 0; i < 2; i++ {
+			if err := q.Go(func() { <-gate }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var ran atomic.Int32
+		ctx, cancel := context.WithCancel(context.Background())
+		futs := make([]*wq.Future[int], 8)
+		var wg sync.WaitGroup
+		for i := range futs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				futs[i] = wq.Submit(q, ctx, func(context.Context) (int, error) { ran.Add(1); return 1, nil })
+			}()
+		}
+		time.Sleep(5 * time.Millisecond)
+		go cancel()
+		dd := make(chan struct{})
+		go func() { defer close(dd); q.Destroy() }()
+		upWithin(t, "Submits", wg.Wait)
+		close(gate)
+		upWithin(t, "Destroy", func() { <-dd })
+		for i, f := range futs {
+			_, err := f.Wait(context.Background())
+			if err == nil {
+				continue // admitted before the cancel and the destroy
+			}
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, wq.ErrDestroyed) {
+				t.Errorf("round %d future %d: %v", round, i, err)
+			}
+		}
+		ok := 0
+		for _, f := range futs {
+			if _, err := f.Wait(context.Background()); err == nil {
+				ok++
+			}
+		}
+		if int(ran.Load()) != ok {
+			t.Errorf("round %d: %d futures ok, %d functions ran", round, ok, ran.Load())
+		}
+	}
+}
+
+// After SetMaxActive lowers max_active, the bound is the new m+n.
+func TestMaxPendingBoundFollowsSetMaxActiveDown(t *testing.T) {
+	q := upAlloc(t, "up-shrink", wq.Unbound, 4, wq.MaxPending(2))
+	if err := q.SetMaxActive(1); err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	defer close(gate)
+	accepted := 0
+	for i := 0; i < 20; i++ {
+		if err := q.Go(func() { <-gate }); err == nil {
+			accepted++
+		} else if !errors.Is(err, wq.ErrQueueFull) {
+			t.Fatalf("Go: %v", err)
+		}
+	}
+	if accepted != 1+2 {
+		t.Errorf("accepted %d after SetMaxActive(1) with MaxPending(2), want 3", accepted)
+	}
+}
+
+// An ordered queue holds 1+n, in order; one key of QueueKeyed fills m+n.
+func TestMaxPendingExactOnOrderedQueueAndOneKey(t *testing.T) {
+	t.Run("ordered", func(t *testing.T) {
+		q, err := wq.AllocOrdered("up-ordered-mp", wq.Unbound, wq.MaxPending(3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		gate := make(chan struct{})
+		var mu sync.Mutex
+		var order []int
+		accepted := 0
+		for i := 0; i < 10; i++ {
+			if q.Go(func() { <-gate; mu.Lock(); order = append(order, i); mu.Unlock() }) == nil {
+				accepted++
+			}
+		}
+		close(gate)
+		upWithin(t, "Destroy", q.Destroy)
+		if accepted != 4 || fmt.Sprint(order) != "[0 1 2 3]" {
+			t.Errorf("ordered queue with MaxPending(3): accepted %d, ran %v; want 4, [0 1 2 3]", accepted, order)
+		}
+	})
+	t.Run("one key", func(t *testing.T) {
+		upQuietErrors(t)
+		const m, n = 4, 2
+		q := upAlloc(t, "up-onekey-mp", wq.Unbound, m, wq.MaxPending(n))
+		gate := make(chan struct{})
+		var ran atomic.Int32
+		accepted := 0
+		for i := 0; i < 20; i++ {
+			if q.QueueKeyedString("k", wq.NewWork(func() { <-gate; ran.Add(1) })) {
+				accepted++
+			}
+		}
+		if accepted != m+n {
+			t.Errorf("one key: accepted %d, want m+n = %d", accepted, m+n)
+		}
+		close(gate)
+		upWithin(t, "Flush", q.Flush)
+		if int(ran.Load()) != accepted {
+			t.Errorf("ran %d, accepted %d", ran.Load(), accepted)
+		}
+	})
+}
+
+// Future.Wait from inside its own function returns ErrDeadlock, also
+// after the function unlocked the worker's goroutine from its thread.
+func TestFutureWaitFromItsOwnFunctionIsErrDeadlock(t *testing.T) {
+	for _, qk := range upQueueKinds() {
+		t.Run(qk.name, func(t *testing.T) {
+			q := upAlloc(t, "up-self-wait-"+qk.name, qk.flags, 2, qk.opts...)
+			var self atomic.Pointer[wq.Future[int]]
+			ready := make(chan struct{})
+			f := wq.Submit(q, context.Background(), func(ctx context.Context) (int, error) {
+				<-ready
+				runtime.UnlockOSThread()
+				_, err := self.Load().Wait(ctx)
+				if !errors.Is(err, wq.ErrDeadlock) {
+					return 0, fmt.Errorf("self Wait = %v, want ErrDeadlock", err)
+				}
+				return 1, nil
+			})
+			self.Store(f)
+			close(ready)
+			var v int
+			var err error
+			upWithin(t, "Wait", func() { v, err = f.Wait(context.Background()) })
+			if v != 1 || err != nil {
+				t.Errorf("Wait = %d, %v", v, err)
+			}
+		})
+	}
 }
