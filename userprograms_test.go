@@ -307,11 +307,11 @@ func TestMaxPendingAdmitsExactlyMPlusNFrom40Producers(t *testing.T) {
 					go func(p int) {
 						defer wg.Done()
 						start.Wait()
-						n := tries
+						k := tries
 						if e.waits {
-							n = 2 // each refusal costs its ctx's 300 ms
+							k = 2 // each refusal costs its ctx's 300 ms
 						}
-						for i := 0; i < n; i++ {
+						for i := 0; i < k; i++ {
 							ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 							ok, err := e.try(q, ctx, g, &works[p*tries+i], body)
 							cancel()
