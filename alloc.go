@@ -28,8 +28,15 @@ import (
 // process may not use the RT class (SCHED_FIFO) or the high-priority one
 // (nice -20: CAP_SYS_NICE or RLIMIT_NICE), with the cause and the fix in
 // its text (see AllowRTFallback), ErrThreadLimit when the rescuer's thread
-// would come too close to a thread limit. A nil Option is ignored. Mirrors
-// alloc_workqueue().
+// would come too close to a thread limit. A nil Option is ignored.
+//
+// An RT queue beside default (goroutine-backed) queues keeps its latency:
+// while an RT pool lives, the default queues' items leave its reserved P
+// free (doc.go, "Wake path", says within which bounds). Beside the
+// program's own goroutines it does not, when they keep every P busy. The
+// items of a default queue in flight also stay within the thread limits'
+// headroom, since the Go runtime starts a thread for each one blocked in
+// a system call. Mirrors alloc_workqueue().
 func Alloc(name string, flags Flags, maxActive int, opts ...Option) (*Workqueue, error) {
 	if err := checkPublicFlags(name, flags); err != nil {
 		return nil, err

@@ -247,6 +247,10 @@ func SetSetupHook(q *Workqueue, cpu int, h func()) (restore func()) {
 // whether it moved.
 func MoveOffThread() bool { return moveOffThread() }
 
+// SetGoSlotsOff switches the goroutine items' slots off (true) or on
+// (goadmit.go; tests: the rule disabled).
+func SetGoSlotsOff(off bool) { setGoSlotsOff(off) }
+
 // Life returns q's lifecycle state: "live", "draining", "destroying" or
 // "destroyed" (admit.go).
 func (q *Workqueue) Life() string {

@@ -45,6 +45,11 @@ const (
 	// WQ_SCHED_FIFO / WQ_RT. RT|PerCPU gets a third standard pool per CPU
 	// (worker names end in "F"); RT|Unbound gets the "cpu" affinity scope
 	// with strict affinity. RT|HighPri is rejected with ErrInvalidFlags.
+	// Each RT pool reserves one P (GOMAXPROCS + 1) while it lives, and the
+	// items of default (goroutine-backed) queues leave it free, within the
+	// bounds doc.go states ("Wake path"); the program's own goroutines
+	// are not held back, and while they keep every P busy a woken RT
+	// worker waits for a P (Stats().PWait).
 	RT
 
 	flagOrdered // __WQ_ORDERED, set by AllocOrdered only

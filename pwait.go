@@ -80,6 +80,7 @@ func (wk *worker) chargePWait(pq *pwq) {
 		wk.pwaitSet = false
 		if pwaitOn.Load() { // it may have been turned off during the park
 			pq.stats.pwait.observe(wk.pwait)
+			notePWaitRT(pq, wk.pwait)
 		}
 	}
 }
