@@ -95,11 +95,15 @@ const upRecords = 100_000
 
 func TestUserPipelineEveryRecordOnceThroughEachWaitingEntry(t *testing.T) {
 	ctx := context.Background()
+	records := upRecords
+	if testing.Short() {
+		records = upRecords / 10
+	}
 	for _, entry := range []string{"Submit", "GoContext", "GroupGo", "QueueContext"} {
 		t.Run(entry, func(t *testing.T) {
 			const m, n = 4, 16
 			q := upAlloc(t, "up-pipe-"+entry, wq.Unbound, m, wq.MaxPending(n))
-			ran := make([]int32, upRecords)
+			ran := make([]int32, records)
 			var conc upConc
 			work := func(i int) int {
 				conc.enter()
@@ -112,7 +116,7 @@ func TestUserPipelineEveryRecordOnceThroughEachWaitingEntry(t *testing.T) {
 				futs := make(chan *wq.Future[int], 256)
 				go func() {
 					defer close(futs)
-					for i := 0; i < upRecords; i++ {
+					for i := 0; i < records; i++ {
 						futs <- wq.Submit(q, ctx, func(context.Context) (int, error) { return work(i), nil })
 					}
 				}()
@@ -126,13 +130,13 @@ func TestUserPipelineEveryRecordOnceThroughEachWaitingEntry(t *testing.T) {
 						i++
 					}
 				})
-				if i != upRecords {
-					t.Fatalf("got %d futures, want %d", i, upRecords)
+				if i != records {
+					t.Fatalf("got %d futures, want %d", i, records)
 				}
 			case "GoContext": // ants: blocking pool.Submit
 				var wg sync.WaitGroup
 				upWithin(t, "pipeline", func() {
-					for i := 0; i < upRecords; i++ {
+					for i := 0; i < records; i++ {
 						wg.Add(1)
 						if err := q.GoContext(ctx, func(context.Context) { defer wg.Done(); work(i) }); err != nil {
 							wg.Done()
@@ -146,7 +150,7 @@ func TestUserPipelineEveryRecordOnceThroughEachWaitingEntry(t *testing.T) {
 				g.SetLimit(8)
 				var gconc upConc
 				upWithin(t, "pipeline", func() {
-					for i := 0; i < upRecords; i++ {
+					for i := 0; i < records; i++ {
 						g.Go(func(context.Context) error {
 							gconc.enter()
 							defer gconc.leave()
@@ -170,7 +174,7 @@ func TestUserPipelineEveryRecordOnceThroughEachWaitingEntry(t *testing.T) {
 					ws[s].Init(func() { work(int(idx[s].Load())) })
 				}
 				upWithin(t, "pipeline", func() {
-					for i := 0; i < upRecords; i++ {
+					for i := 0; i < records; i++ {
 						s := i % slots
 						ws[s].Flush() // the slot's previous record has run
 						idx[s].Store(int64(i))
