@@ -215,12 +215,22 @@ func (a *Answer) text() (headline, details string) {
 		fmt.Fprintf(&b, "answer for this machine: %s, the best gowq row of the one table measured", a.Overall.Label)
 	case a.BestIn == len(a.Tables):
 		fmt.Fprintf(&b, "answer for this machine: %s, the best gowq row in every table (%d)", a.Overall.Label, len(a.Tables))
+	case a.BestIn == 0:
+		fmt.Fprintf(&b, "answer for this machine: %s, the best gowq row in no table but at most %.2fx behind the best in each",
+			a.Overall.Label, a.Worst)
 	default:
 		fmt.Fprintf(&b, "answer for this machine: %s, the best gowq row in %d of %d tables and at most %.2fx behind the best in the others",
 			a.Overall.Label, a.BestIn, len(a.Tables), a.Worst)
 	}
 	if a.NextOverall != nil {
-		fmt.Fprintf(&b, " (geometric mean %.2fx; next: %s, %.2fx)", a.OverallMean, a.NextOverall.Label, a.NextMean)
+		if fmt.Sprintf("%.2f", a.OverallMean) == fmt.Sprintf("%.2f", a.NextMean) {
+			// Level at the precision shown: the order between them is
+			// noise, and the headline must not read as a margin.
+			fmt.Fprintf(&b, " (geometric mean %.2fx, level with %s: this run does not separate them)",
+				a.OverallMean, a.NextOverall.Label)
+		} else {
+			fmt.Fprintf(&b, " (geometric mean %.2fx; next: %s, %.2fx)", a.OverallMean, a.NextOverall.Label, a.NextMean)
+		}
 	}
 	b.WriteString(".")
 	headline = b.String()

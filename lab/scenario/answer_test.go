@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -103,5 +104,51 @@ func TestEveryTableNamesItsReference(t *testing.T) {
 		if want := "reference: " + s.Row(s.Default).title() + ", " + def.dfltWhy; !strings.HasPrefix(tb.Reference, want) {
 			t.Errorf("%s: reference %q, want it to start with %q", s.Name, tb.Reference, want)
 		}
+	}
+}
+
+// TestAnswerSaysWhenRunnerUpIsLevel: when the runner-up's geometric mean
+// prints the same as the overall row's, the headline says the run did not
+// separate them; when the overall row is the best gowq row in no table,
+// it does not read "the best gowq row in 0 of N tables" (catches a
+// headline that names one row as the answer on a margin its own figures
+// do not show).
+func TestAnswerSaysWhenRunnerUpIsLevel(t *testing.T) {
+	mk := func(id string, v float64) Row {
+		c, _ := configByID(id)
+		return Row{ID: id, Label: c.Label, Kind: c.Kind, Class: c.Class, Items: 100,
+			QueueToStart: Latency{Count: 100, P98Us: v, P99Us: v}}
+	}
+	answer := func(sub, del [3]float64) Answer {
+		ids := []string{"rt-percpu", "rt-unbound", "highpri-percpu"}
+		var s, d []Row
+		for i, id := range ids {
+			s, d = append(s, mk(id, sub[i])), append(d, mk(id, del[i]))
+		}
+		return (&Results{Scenarios: []ScenarioResult{{Name: Submit, Rows: s}, {Name: Delayed, Rows: d}}}).Answer()
+	}
+	// Level: rt-percpu 1.10x and 1.10x from each table's best (mean
+	// 1.10), rt-unbound 1.00x and 1.21x (1.10), highpri-percpu 1.21x and
+	// 1.00x (1.10).
+	a := answer([3]float64{11, 10, 12.1}, [3]float64{11, 12.1, 10})
+	if a.Overall == nil || a.NextOverall == nil {
+		t.Fatalf("no overall or runner-up: %+v", a)
+	}
+	if fmt.Sprintf("%.2f", a.OverallMean) != fmt.Sprintf("%.2f", a.NextMean) {
+		t.Fatalf("test figures do not print level: %.3f, %.3f", a.OverallMean, a.NextMean)
+	}
+	if !strings.Contains(a.Headline, "this run does not separate them") || strings.Contains(a.Headline, "next:") {
+		t.Errorf("overall %s (%.3fx) and runner-up %s (%.3fx) print level, but the headline names one without saying so:\n%s",
+			a.Overall.Label, a.OverallMean, a.NextOverall.Label, a.NextMean, a.Headline)
+	}
+	// Best in no table: rt-percpu 1.05x and 1.05x (mean 1.05), rt-unbound
+	// 1.00x and 1.30x (1.14), highpri-percpu 1.30x and 1.00x (1.14).
+	a = answer([3]float64{10.5, 10, 13}, [3]float64{10.5, 13, 10})
+	if a.Overall == nil || a.Overall.ID != "rt-percpu" || a.BestIn != 0 {
+		t.Fatalf("overall %+v, best in %d; want rt-percpu, best in 0", a.Overall, a.BestIn)
+	}
+	want := "answer for this machine: RT per-CPU, the best gowq row in no table but at most 1.05x behind the best in each (geometric mean 1.05x; next:"
+	if !strings.HasPrefix(a.Headline, want) {
+		t.Errorf("headline\n%s\nwant it to open with\n%s", a.Headline, want)
 	}
 }
