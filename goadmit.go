@@ -26,9 +26,11 @@ import (
 //     once per goCheckEvery, process-wide), and when goLiftSamples samples
 //     in a row see a P beyond the reserved ones unused, the bound is lifted
 //     for goLiftFor, as the kernel's unbound pools run every item while their
-//     workers block. A waiter refused for goForceAfter while no slot was
-//     given back is admitted anyway (one per goForceAfter), so that items
-//     that wait for each other progress.
+//     workers block. The head of the line is admitted anyway once it has
+//     waited goForceAfter and no waiter was granted a slot for as long (a
+//     slot given back by a worker over the bound, as after a forced
+//     admission, grants none), one per goForceAfter, so that items that
+//     wait for each other progress.
 //   - Threads. The Go runtime creates a thread for every goroutine that
 //     blocks in a system call while others need its P, and aborts the
 //     process when the creation fails. Goroutine items in flight stay
@@ -102,20 +104,20 @@ type goAdmission struct {
 	// mu: slots granted whose waiter has not resumed yet: runnable
 	// goroutines that are about to take a P, which a sample must not
 	// count as an unused P.
-	handing    int
-	rtCap      int32 // mu: GOMAXPROCS less the reserved Ps; MaxInt32 while none is reserved
-	reserved   int   // mu: reserved Ps at the last recompute
-	thrCap     int32 // mu: from the last thread reading; MaxInt32 with no thread limit
-	thrRead    bool  // mu: thrCap was read once
-	thrReadAt  int64 // mu: ns of the last thread reading
-	threadsAt  int64 // mu: the runtime's thread count at the last reading
-	liftUntil  int64 // mu: ns until which the RT bound is lifted
-	liftTimer  *time.Timer
-	checkAt    int64 // mu: ns of the last sample
-	unusedRun  int   // mu: samples in a row that saw a P unused
-	releasedAt int64 // mu: ns when a slot was last given back while someone waited
-	forcedAt   int64 // mu: ns of the last forced admission
-	samples    []metrics.Sample
+	handing   int
+	rtCap     int32 // mu: GOMAXPROCS less the reserved Ps; MaxInt32 while none is reserved
+	reserved  int   // mu: reserved Ps at the last recompute
+	thrCap    int32 // mu: from the last thread reading; MaxInt32 with no thread limit
+	thrRead   bool  // mu: thrCap was read once
+	thrReadAt int64 // mu: ns of the last thread reading
+	threadsAt int64 // mu: the runtime's thread count at the last reading
+	liftUntil int64 // mu: ns until which the RT bound is lifted
+	liftTimer *time.Timer
+	checkAt   int64 // mu: ns of the last sample
+	unusedRun int   // mu: samples in a row that saw a P unused
+	movedAt   int64 // mu: ns when a waiter was last granted a slot (not by force)
+	forcedAt  int64 // mu: ns of the last forced admission
+	samples   []metrics.Sample
 
 	// A: diagnostics (goSlotCounts).
 	lifts, forced, waits, threadBound atomic.Int64
@@ -174,7 +176,6 @@ func goPut() {
 	// other.
 	if a.nWait.Load() > 0 {
 		a.mu.Lock()
-		a.releasedAt = nanotime()
 		a.grantLocked()
 		a.mu.Unlock()
 	}
@@ -225,8 +226,11 @@ func (a *goAdmission) grantLocked() {
 		a.grantHeadLocked()
 		moved = true
 	}
-	if moved && len(a.waiters) > 0 {
-		a.waiters[0].signal()
+	if moved {
+		a.movedAt = nanotime()
+		if len(a.waiters) > 0 {
+			a.waiters[0].signal()
+		}
 	}
 }
 
@@ -323,8 +327,8 @@ func sampleU(s metrics.Sample) uint64 {
 
 // pollLocked is the head waiter's sample, at most once per goCheckEvery
 // process-wide: the thread bound is read again when it binds, an unused P
-// lifts the RT bound, and a waiter refused too long with no slot given
-// back is admitted anyway. Called with mu held.
+// lifts the RT bound, and a head of the line refused too long while no
+// waiter was granted a slot is admitted anyway. Called with mu held.
 func (a *goAdmission) pollLocked(w *goWaiter, p *pool, now int64) {
 	if now-a.checkAt < int64(goCheckEvery) {
 		return
@@ -372,7 +376,7 @@ func (a *goAdmission) pollLocked(w *goWaiter, p *pool, now int64) {
 	a.setLimitLocked(now)
 	a.grantLocked()
 	if !w.granted && a.waiters[0] == w && now-w.since >= int64(goForceAfter) &&
-		a.releasedAt < w.since && now-a.forcedAt >= int64(goForceAfter) && a.takeLocked(true) {
+		now-a.movedAt >= int64(goForceAfter) && now-a.forcedAt >= int64(goForceAfter) && a.takeLocked(true) {
 		a.forcedAt = now
 		a.forced.Add(1)
 		a.grantHeadLocked()

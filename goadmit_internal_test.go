@@ -321,3 +321,60 @@ func BenchmarkRingDefaultBesideRT(b *testing.B) {
 		})
 	}
 }
+
+// TestGoSlotForcedAfterGiveBackWithoutGrant: a waiter is admitted anyway
+// once the line has not moved for goForceAfter, even if a slot was given
+// back meanwhile that could not be granted (the giver was over the bound
+// after a forced admission). Items that hold every slot and spin until an
+// item queued behind them has run must not wait for it forever.
+//
+// The giver: B0's worker, admitted by force, runs B0 (2 ms) and then B;
+// B0's kick starts the worker that waits for Y. When B ends, its worker
+// has held its slot over goSlotKeep while someone waits: it gives the slot
+// back (inflight is still at the bound, so no one is granted) and parks.
+func TestGoSlotForcedAfterGiveBackWithoutGrant(t *testing.T) {
+	reserveForTest(t, 1)
+	q := goDefaultQueue(t, "slots-force", 64)
+	bound := runtime.GOMAXPROCS(0) - sched.ReservedPs()
+	for attempt := 0; ; attempt++ {
+		var stop, spinning atomic.Int32
+		var bStarted atomic.Bool
+		yRan := make(chan struct{})
+		bch := make(chan struct{})
+		for range bound {
+			q.Go(func() {
+				spinning.Add(1)
+				for stop.Load() == 0 {
+				}
+			})
+		}
+		testutil.WaitFor(t, "the spinners hold every slot", func() bool { return int(spinning.Load()) == bound })
+		_, _, _, forced0, _, _ := goSlotCounts()
+		q.Go(func() { time.Sleep(2 * time.Millisecond) })
+		q.Go(func() { bStarted.Store(true); <-bch })
+		q.Go(func() { close(yRan); stop.Store(1) })
+		// B runs (its worker was admitted by force) and Y's worker waits.
+		testutil.WaitFor(t, "B started and Y's worker waiting", func() bool {
+			_, waiting, _, _, _, _ := goSlotCounts()
+			return bStarted.Load() && waiting > 0
+		})
+		_, _, _, forced1, _, _ := goSlotCounts()
+		close(bch)
+		select {
+		case <-yRan:
+		case <-time.After(3 * time.Second):
+			stop.Store(1)
+			q.Flush()
+			t.Fatalf("Y's worker was never admitted: every slot is held by items that wait for Y, and a slot given back (not granted: over the bound) stopped the forced admission")
+		}
+		q.Flush()
+		if forced1-forced0 == 1 {
+			return // B's worker was forced, Y's waited after B's give-back: conclusive
+		}
+		// Y's worker was forced before B ended (the machine is slow), or
+		// a lift let B0 in: no give-back happened while it waited.
+		if attempt >= 20 {
+			t.Skipf("no attempt reached the give-back with a waiter (forced %d before B ended)", forced1-forced0)
+		}
+	}
+}
