@@ -386,10 +386,11 @@ func (a *goAdmission) pollLocked(w *goWaiter, p *pool, now int64) {
 	}
 }
 
-// goThreadsReadEvery: a goroutine pool that starts a worker reads the
-// thread limits again if the last reading is older (goThreadsStale): a
-// limit set after a reading that found none (docker update
-// --pids-limit) is seen within this, at the next burst.
+// goThreadsReadEvery: a goroutine pool that starts a worker or an item
+// reads the thread limits again if the last reading is older
+// (goThreadsStale, goSlotStale): a limit set after a reading that found
+// none (docker update --pids-limit) is seen within this, at the next
+// burst.
 const goThreadsReadEvery = time.Second
 
 // goThreadsFar: with more headroom than this at a reading, no thread
@@ -400,9 +401,21 @@ const goThreadsFar = 4096
 // goThreadsStale makes the next slot read the thread limits if the last
 // reading is older than goThreadsReadEvery. Called when a goroutine
 // worker starts (pool lock held); a load and a clock read otherwise.
-func goThreadsStale() {
+func goThreadsStale() { goThreadsStaleAt(nanotime()) }
+
+// goSlotStale is goThreadsStale for a goroutine worker that starts an
+// item on its slot, with processOne's clock read (now): a burst served by
+// idle workers, which starts none, reads the limits too. A load otherwise.
+// Called with the pool lock held.
+func (wk *worker) goSlotStale(now int64) {
+	if wk.slot && now-goAdm.thrReadAtA.Load() >= int64(goThreadsReadEvery) {
+		goThreadsStaleAt(now)
+	}
+}
+
+func goThreadsStaleAt(now int64) {
 	a := &goAdm
-	if now := nanotime(); now-a.thrReadAtA.Load() >= int64(goThreadsReadEvery) {
+	if now-a.thrReadAtA.Load() >= int64(goThreadsReadEvery) {
 		a.mu.Lock()
 		if now-a.thrReadAt >= int64(goThreadsReadEvery) {
 			a.thrRead = false

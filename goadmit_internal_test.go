@@ -3,6 +3,7 @@ package wq
 import (
 	"bytes"
 	"log/slog"
+	"math"
 	"runtime"
 	"strings"
 	"sync"
@@ -376,5 +377,45 @@ func TestGoSlotForcedAfterGiveBackWithoutGrant(t *testing.T) {
 		if attempt >= 20 {
 			t.Skipf("no attempt reached the give-back with a waiter (forced %d before B ended)", forced1-forced0)
 		}
+	}
+}
+
+// TestThreadLimitsReadAgainAtBurstOnIdleWorkers: a thread limit set after
+// a reading that found none is read at the next burst of a default queue
+// once the reading is over goThreadsReadEvery old, also when the burst is
+// served by idle workers (no worker starts), as a service that saw a
+// larger burst before has them.
+func TestThreadLimitsReadAgainAtBurstOnIdleWorkers(t *testing.T) {
+	q := goDefaultQueue(t, "slots-stale", 64)
+	var reads atomic.Int32
+	var tight atomic.Bool
+	restore := sched.SetGateReader(func() (int, sched.ThreadLimit, error) {
+		if !tight.Load() {
+			return math.MaxInt, sched.ThreadLimit{}, nil
+		}
+		reads.Add(1)
+		return sched.GateMargin() + 64, sched.ThreadLimit{Name: "test", Max: 1000, Current: 1000 - sched.GateMargin() - 64}, nil
+	})
+	defer restore()
+	goThreadsReread()
+	defer goThreadsReread()
+	burst := func(n int) {
+		var started sync.WaitGroup
+		started.Add(n)
+		release := make(chan struct{})
+		for range n {
+			q.Go(func() { started.Done(); <-release })
+		}
+		testutil.MustReturn(t, "the burst starts", started.Wait)
+		close(release)
+		q.Flush()
+	}
+	burst(16) // 16 workers, idle after
+	// The reading found no limit; a limit is set a while after.
+	time.Sleep(goThreadsReadEvery + 100*time.Millisecond)
+	tight.Store(true)
+	burst(4)
+	if reads.Load() == 0 {
+		t.Fatalf("a burst served by idle workers %v after the last reading did not read the thread limits", goThreadsReadEvery)
 	}
 }

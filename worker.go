@@ -548,6 +548,9 @@ func (wk *worker) processOne(w *Work) bool {
 		wk.cpuIntensive = true
 		p.setCounted(wk, false)
 	}
+	if wk.gch != nil {
+		wk.goSlotStale(now) // before the kick: the next worker reads the limits
+	}
 	// Chain wake-ups (kick_pool): while the pool's concurrency allows
 	// another running worker (an unbound pool below its CPU count, or
 	// blocking), the next pending item gets one.
