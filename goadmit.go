@@ -604,7 +604,8 @@ func notePWaitRT(pq *pwq, ns int64) {
 		return
 	}
 	name := pq.wq.name
-	go plog().Warn("workqueue: an RT worker waited for a Go P (logged once)",
+	// The queue's own logger (WithLogger): the message is about it.
+	go pq.wq.log().Warn("workqueue: an RT worker waited for a Go P (logged once)",
 		"workqueue", name, "pwait", time.Duration(ns),
 		"cause", "every P of GOMAXPROCS ran other goroutines when the RT thread woke; gowq keeps its own default queues' items off the Ps it reserves for RT, but not the program's own goroutines",
 		"fix", "run CPU-bound work on a default queue (wq.Alloc without RT) or a Threads() queue instead of plain goroutines, keep the program's runnable goroutines below GOMAXPROCS, or raise GOMAXPROCS; Stats().PWait shows the wait per queue")

@@ -419,3 +419,30 @@ func TestThreadLimitsReadAgainAtBurstOnIdleWorkers(t *testing.T) {
 		t.Fatalf("a burst served by idle workers %v after the last reading did not read the thread limits", goThreadsReadEvery)
 	}
 }
+
+// TestLongRTPWaitWarningGoesToQueueLogger: the RT P-wait warning is about
+// one queue, so it goes to that queue's own logger (WithLogger), not the
+// process-wide one.
+func TestLongRTPWaitWarningGoesToQueueLogger(t *testing.T) {
+	var pbuf, qbuf bytes.Buffer
+	var mu sync.Mutex
+	SetLogger(slog.New(slog.NewTextHandler(lockedWriter{&mu, &pbuf}, nil)))
+	defer SetLogger(nil)
+	rtPWaitWarned.Store(false)
+	defer rtPWaitWarned.Store(false)
+	ql := slog.New(slog.NewTextHandler(lockedWriter{&mu, &qbuf}, nil))
+	pq := &pwq{pool: &pool{key: poolKey{cpu: -1, class: classAttrs{policy: sched.PolicyFIFO, prio: 50}}},
+		wq: &Workqueue{name: "pw-own", logger: ql}}
+	wk := &worker{pwait: int64(3 * time.Millisecond), pwaitSet: true}
+	wk.chargePWait(pq)
+	testutil.WaitFor(t, "the warning", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Contains(qbuf.String()+pbuf.String(), "waited for a Go P")
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(qbuf.String(), "waited for a Go P") {
+		t.Fatalf("the warning went to the process-wide logger, not the queue's:\nprocess: %s\nqueue: %s", pbuf.String(), qbuf.String())
+	}
+}
