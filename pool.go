@@ -71,7 +71,9 @@ type poolKey struct {
 //
 // pool.mu also guards the list links of every Work on worklist or on the
 // inactive list of a pwq of this pool. Lock order: pool.mu before Work.mu;
-// never two pool locks at once.
+// never two pool locks at once. The goroutine slots' lock (goAdm.mu,
+// goadmit.go) comes after pool.mu and after sched.ReserveP's lock, and
+// before the thread gate's; nothing takes pool.mu under it.
 type pool struct {
 	key poolKey // I
 	id  int     // I
