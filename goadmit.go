@@ -386,7 +386,7 @@ func (a *goAdmission) pollLocked(w *goWaiter, p *pool, now int64) {
 	}
 }
 
-// goThreadsReadEvery: a goroutine pool that starts a worker or an item
+// goThreadsReadEvery: a goroutine pool that starts or wakes a worker
 // reads the thread limits again if the last reading is older
 // (goThreadsStale, goSlotStale): a limit set after a reading that found
 // none (docker update --pids-limit) is seen within this, at the next
@@ -403,10 +403,10 @@ const goThreadsFar = 4096
 // worker starts (pool lock held); a load and a clock read otherwise.
 func goThreadsStale() { goThreadsStaleAt(nanotime()) }
 
-// goSlotStale is goThreadsStale for a goroutine worker that starts an
-// item on its slot, with processOne's clock read (now): a burst served by
-// idle workers, which starts none, reads the limits too. A load otherwise.
-// Called with the pool lock held.
+// goSlotStale is goThreadsStale for a goroutine worker that starts its
+// first item after a wake-up, with processOne's clock read (now): a burst
+// served by idle workers, which starts none, reads the limits too. A load
+// otherwise. Called with the pool lock held.
 func (wk *worker) goSlotStale(now int64) {
 	if wk.slot && now-goAdm.thrReadAtA.Load() >= int64(goThreadsReadEvery) {
 		goThreadsStaleAt(now)

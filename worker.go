@@ -535,6 +535,11 @@ func (wk *worker) processOne(w *Work) bool {
 	if wk.parkedAt != 0 {
 		wk.lastPark = now - wk.parkedAt // park, lock and dequeue: the first item after a park
 		wk.parkedAt = 0
+		if wk.gch != nil {
+			// Once per wake-up, before the kick below: the next
+			// worker woken reads the limits (goadmit.go).
+			wk.goSlotStale(now)
+		}
 	}
 	wk.current, wk.currentPwq, wk.currentAt = w, pq, now
 	wk.gen++
@@ -547,9 +552,6 @@ func (wk *worker) processOne(w *Work) bool {
 	} else if pq.wq.flags&CPUIntensive != 0 {
 		wk.cpuIntensive = true
 		p.setCounted(wk, false)
-	}
-	if wk.gch != nil {
-		wk.goSlotStale(now) // before the kick: the next worker reads the limits
 	}
 	// Chain wake-ups (kick_pool): while the pool's concurrency allows
 	// another running worker (an unbound pool below its CPU count, or
