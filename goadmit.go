@@ -29,8 +29,9 @@ import (
 //     workers block. The head of the line is admitted anyway once it has
 //     waited goForceAfter and no waiter was granted a slot for as long (a
 //     slot given back by a worker over the bound, as after a forced
-//     admission, grants none), one per goForceAfter, so that items that
-//     wait for each other progress.
+//     admission, grants none) nor did a worker of its pool start an item,
+//     one per goForceAfter, so that items that wait for each other
+//     progress.
 //   - Threads. The Go runtime creates a thread for every goroutine that
 //     blocks in a system call while others need its P, and aborts the
 //     process when the creation fails. Goroutine items in flight stay
@@ -121,6 +122,9 @@ type goAdmission struct {
 
 	// A: diagnostics (goSlotCounts).
 	lifts, forced, waits, threadBound atomic.Int64
+	// A: ns when a slot holder last started an item of a pool whose own
+	// worker heads the line (goSlotYield): the head's items progress.
+	ranAt atomic.Int64
 	// A: ns of the last thread reading, for goThreadsStale.
 	thrReadAtA atomic.Int64
 	// off disables the bounds (tests: the rule switched off).
@@ -376,7 +380,8 @@ func (a *goAdmission) pollLocked(w *goWaiter, p *pool, now int64) {
 	a.setLimitLocked(now)
 	a.grantLocked()
 	if !w.granted && a.waiters[0] == w && now-w.since >= int64(goForceAfter) &&
-		now-a.movedAt >= int64(goForceAfter) && now-a.forcedAt >= int64(goForceAfter) && a.takeLocked(true) {
+		now-max(a.movedAt, a.ranAt.Load()) >= int64(goForceAfter) && now-a.forcedAt >= int64(goForceAfter) &&
+		a.takeLocked(true) {
 		a.forcedAt = now
 		a.forced.Add(1)
 		a.grantHeadLocked()
@@ -528,12 +533,15 @@ func (wk *worker) dropSlot() {
 }
 
 // goSlotYield reports whether wk, between two items, should give its slot
-// to a waiter: it has held it goSlotKeep and someone waits; or it holds a
+// to a waiter: it has held it goSlotKeep, someone waits, and either a
+// worker of another pool waits (one of p's own would run the same
+// worklist: handing it the slot would only park wk and wake it again) or
+// the slots held are over the bound; or it holds a
 // free slot and a bound applies now (an RT reservation was made, a lift
 // ended, the thread limits came near), so that it takes a counted one
 // before its next item. It gives the slot back then. Called with the pool
 // lock held.
-func (wk *worker) goSlotYield() bool {
+func (wk *worker) goSlotYield(p *pool) bool {
 	if wk.slot && !wk.slotCounted {
 		if goAdm.limit.Load() == math.MaxInt32 {
 			return false
@@ -542,11 +550,28 @@ func (wk *worker) goSlotYield() bool {
 		return true
 	}
 	// currentAt: the last item's start, a clock read processOne made.
-	if !wk.slot || goAdm.nWait.Load() == 0 || wk.currentAt-wk.slotAt < int64(goSlotKeep) {
+	if !wk.slot {
 		return false
 	}
-	wk.dropSlot()
-	return true
+	a := &goAdm
+	n := a.nWait.Load()
+	if n == 0 {
+		return false
+	}
+	own := n <= int32(p.goWaiting)
+	if wk.currentAt-wk.slotAt >= int64(goSlotKeep) && (!own || a.inflight.Load() > a.limit.Load()) {
+		// Another pool waits, or the slots are over the bound (after a
+		// forced admission): the bound comes back as the holders give
+		// theirs back.
+		wk.dropSlot()
+		return true
+	}
+	if own {
+		// Only p's own workers wait: wk runs their items, which is
+		// progress for the line's head (no forced admission).
+		a.ranAt.Store(nanotime())
+	}
+	return false
 }
 
 // slotMayday sends a mayday to the rescuer of every queue with items on

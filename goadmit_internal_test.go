@@ -446,3 +446,28 @@ func TestLongRTPWaitWarningGoesToQueueLogger(t *testing.T) {
 		t.Fatalf("the warning went to the process-wide logger, not the queue's:\nprocess: %s\nqueue: %s", pbuf.String(), qbuf.String())
 	}
 }
+
+// TestGoSlotNotHandedWithinPool: a worker that has kept its slot over
+// goSlotKeep gives it up only to a waiter of another pool. Handing it to
+// a worker of its own pool, which runs the same worklist, only parks one
+// worker and wakes another at every item boundary (each wake-up one more
+// wait in line, with its sampling) while the pool is at the bound.
+func TestGoSlotNotHandedWithinPool(t *testing.T) {
+	reserveForTest(t, 1)
+	q := goDefaultQueue(t, "slots-within", 64)
+	const n = 80
+	_, _, lifts0, forced0, waits0, _ := goSlotCounts()
+	for range n {
+		q.Go(func() {
+			// 3 ms of CPU: over goSlotKeep.
+			for end := time.Now().Add(3 * time.Millisecond); time.Now().Before(end); {
+			}
+		})
+	}
+	q.Flush()
+	_, _, lifts, forced, waits, _ := goSlotCounts()
+	t.Logf("%d waits in line for %d items (lifts %d, forced %d)", waits-waits0, n, lifts-lifts0, forced-forced0)
+	if waits-waits0 > n/8 {
+		t.Fatalf("%d waits in line for %d CPU-bound items of one pool: its workers handed the slot to each other at item boundaries", waits-waits0, n)
+	}
+}

@@ -436,7 +436,7 @@ func (wk *worker) loop() {
 				if !wk.processScheduled() {
 					return
 				}
-				if !p.keepWorking() || wk.goSlotYield() {
+				if !p.keepWorking() || wk.goSlotYield(p) {
 					break
 				}
 			}
