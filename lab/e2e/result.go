@@ -18,17 +18,20 @@ import (
 // "gowq.wqlab.e2e/v1", also for e2e-seq): one table per load, the goals,
 // where the kernel decompresses, and what the start cleaned.
 type Result struct {
-	Schema        string           `json:"schema"`
-	Name          string           `json:"name"` // e2e or e2e-seq
-	Started       time.Time        `json:"started"`
-	Finished      time.Time        `json:"finished"`
-	Machine       scenario.Machine `json:"machine"`
-	Settings      Settings         `json:"settings"`
-	Cleanup       CleanReport      `json:"cleanup"`            // stale mounts and loop devices found at the start
-	Leftover      []string         `json:"leftover,omitempty"` // mounts or loop devices of this run still there after Close (none expected)
-	Decompression string           `json:"decompression"`      // where this kernel decompresses EROFS LZ4
-	Tables        []Table          `json:"tables"`
-	Goals         []Goal           `json:"goals"`
+	Schema   string           `json:"schema"`
+	Name     string           `json:"name"` // e2e or e2e-seq
+	Started  time.Time        `json:"started"`
+	Finished time.Time        `json:"finished"`
+	Machine  scenario.Machine `json:"machine"`
+	Settings Settings         `json:"settings"`
+	Cleanup  CleanReport      `json:"cleanup"` // stale mounts and loop devices found at the start
+	// CleanupNotRun is why the start did not look for what killed runs
+	// left (not root, or the base could not be read); "" when it did.
+	CleanupNotRun string   `json:"cleanup_not_run,omitempty"`
+	Leftover      []string `json:"leftover,omitempty"` // mounts or loop devices of this run still there after Close (none expected)
+	Decompression string   `json:"decompression"`      // where the kernel row decompressed, from its mount's sync_decompress
+	Tables        []Table  `json:"tables"`
+	Goals         []Goal   `json:"goals"`
 
 	fio map[string]map[string]*stats.Samples // load -> row -> clat, for WriteFio
 }
@@ -43,6 +46,10 @@ type Settings struct {
 	ContainerBytes int64  `json:"container_bytes"` // the Go rows' stored LZ4 blocks
 	ImageBytes     int64  `json:"image_bytes,omitempty"`
 	Loop           string `json:"loop,omitempty"`
+	// SyncDecompress is the kernel row's mount's sync_decompress
+	// (/sys/fs/erofs/<loop>/sync_decompress) after its last pass: "0
+	// (auto)", "1 (force_on)" or "2 (force_off)"; "" when not read.
+	SyncDecompress string `json:"sync_decompress,omitempty"`
 	Source         string `json:"source"`
 }
 
@@ -459,7 +466,9 @@ func (r *Result) WriteTable(w io.Writer) error {
 	}
 	driver.WriteBox(&b, []string{"goal", "verdict", "measured"}, gl)
 	fmt.Fprintf(&b, "where the kernel decompresses: %s\n", r.Decompression)
-	if r.Cleanup.Empty() {
+	if r.CleanupNotRun != "" {
+		fmt.Fprintf(&b, "cleanup at start: not run (%s)\n", r.CleanupNotRun)
+	} else if r.Cleanup.Empty() {
 		b.WriteString("cleanup at start: nothing stale\n")
 	} else {
 		b.WriteString("cleanup at start:\n" + r.Cleanup.String())
