@@ -79,7 +79,10 @@ type poolKey struct {
 // shard's lock (one at a time); Work.mu (taken under a key shard's lock:
 // doneUpTo); the leaves, which are taken last and under which nothing
 // else is taken: Workqueue.timerMu, activeLimit.mu, the backpressure
-// lock.
+// lock. The goroutine slots' lock (goAdm.mu, goadmit.go) is taken under
+// pool.mu or under sched.ReserveP's lock (itself under poolRegistry.mu),
+// and only the thread gate's lock under it: a slot waiter takes pool.mu
+// with goAdm.mu released.
 //
 // Callbacks (user code) and the locks they run under:
 //   - the tracer: activate_work under pool.mu (the only callback under a

@@ -437,7 +437,7 @@ func (wk *worker) loop() {
 				if !wk.processScheduled() {
 					return
 				}
-				if !p.keepWorking() || wk.goSlotYield() {
+				if !p.keepWorking() || wk.goSlotYield(p) {
 					break
 				}
 			}
@@ -534,6 +534,11 @@ func (wk *worker) processOne(w *Work) bool {
 	if wk.parkedAt != 0 {
 		wk.lastPark = now - wk.parkedAt // park, lock and dequeue: the first item after a park
 		wk.parkedAt = 0
+		if wk.gch != nil {
+			// Once per wake-up, before the kick below: the next
+			// worker woken reads the limits (goadmit.go).
+			wk.goSlotStale(now)
+		}
 	}
 	wk.current, wk.currentPwq, wk.currentAt = w, pq, now
 	wk.gen++
