@@ -74,7 +74,7 @@ func alloc(name string, flags Flags, maxActive int, opts []Option) (*Workqueue, 
 		flags |= Unbound
 	}
 	if o.maxPending < 0 {
-		return nil, fmt.Errorf("alloc_workqueue(%q): %w: MaxPending(%d): must not be negative", name, ErrInvalidArgument, o.maxPending)
+		return nil, fmt.Errorf("alloc_workqueue(%q): %w: WithMaxPending(%d): must not be negative", name, ErrInvalidArgument, o.maxPending)
 	}
 	q := &Workqueue{name: name, flags: flags, unbound: flags&Unbound != 0, ordered: flags&flagOrdered != 0,
 		panicHandler: o.panicHandler, errorHandler: o.errorHandler, threads: o.threads, logger: o.logger}

@@ -11,7 +11,7 @@ import (
 // Backpressure: a bound on the items waiting on a queue (MaxPending).
 //
 // The kernel's queues are unbounded, and so are gowq's by default. With
-// MaxPending(n), a queue admits a new pending instance only while fewer
+// WithMaxPending(n), a queue admits a new pending instance only while fewer
 // than n are counted. An instance is counted from its admission (admit,
 // on the queue path, before it is linked on a pwq or chained under a key)
 // until it leaves the pending state on q: a worker dequeues it to start
@@ -46,7 +46,7 @@ type backpressure struct {
 	ch      chan struct{} // guarded by mu
 }
 
-// MaxPending bounds the items that may wait on the queue at once to n:
+// WithMaxPending bounds the items that may wait on the queue at once to n:
 // items queued and not yet started, on the worklists, on the inactive
 // lists (over max_active) and in keys' chains (QueueKeyed). Past that,
 // Queue, QueueOn, QueueNode, QueueKeyed, and QueueDelayed and ModDelayed
@@ -60,11 +60,11 @@ type backpressure struct {
 // (the default) is unbounded, as the kernel's queues are; a negative n
 // makes Alloc fail with ErrInvalidArgument. A gowq extension, with pond's
 // WithQueueSize and ants' WithMaxBlockingTasks as precedents.
-func MaxPending(n int) Option { return func(o *options) { o.maxPending = n } }
+func WithMaxPending(n int) Option { return func(o *options) { o.maxPending = n } }
 
 // MaxPending returns the queue's MaxPending bound, 0 when unbounded.
 // Never blocks.
-func (q *Workqueue) MaxPending() int { return int(q.bp.max) }
+func (q *Workqueue) WithMaxPending() int { return int(q.bp.max) }
 
 // admit is the backpressure check of the queue path: it counts w's
 // pending instance against q's MaxPending, whose PENDING the caller owns,

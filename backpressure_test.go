@@ -14,8 +14,8 @@ import (
 
 func TestMaxPendingNegativeIsRejected(t *testing.T) {
 	// Catches a negative bound silently taken as unbounded (or as full).
-	if _, err := wq.Alloc("bp-neg", wq.Unbound, 1, wq.MaxPending(-1)); !errors.Is(err, wq.ErrInvalidArgument) {
-		t.Fatalf("Alloc(MaxPending(-1)) err = %v, want ErrInvalidArgument", err)
+	if _, err := wq.Alloc("bp-neg", wq.Unbound, 1, wq.WithMaxPending(-1)); !errors.Is(err, wq.ErrInvalidArgument) {
+		t.Fatalf("Alloc(WithMaxPending(-1)) err = %v, want ErrInvalidArgument", err)
 	}
 }
 
@@ -296,7 +296,7 @@ func TestStatsPendingConsistentUnderRace(t *testing.T) {
 	for _, bound := range []int{0, 16} {
 		var opts []wq.Option
 		if bound > 0 {
-			opts = append(opts, wq.MaxPending(bound))
+			opts = append(opts, wq.WithMaxPending(bound))
 		}
 		q, err := wq.Alloc("bp-race", wq.Unbound, 2, opts...)
 		if err != nil {
@@ -381,7 +381,7 @@ func TestMaxPendingLeavesOnRearmAndCancelSync(t *testing.T) {
 func BenchmarkQueueMaxPending(b *testing.B) {
 	for _, n := range []int{0, 1 << 17} {
 		b.Run(map[int]string{0: "unbounded", 1 << 17: "bounded"}[n], func(b *testing.B) {
-			benchQueueOnly(b, wq.MaxPending(n))
+			benchQueueOnly(b, wq.WithMaxPending(n))
 		})
 	}
 }
@@ -391,7 +391,7 @@ func BenchmarkQueueMaxPending(b *testing.B) {
 // check's refusal reported by the bool calls but lost on the calls that
 // return errors.
 func TestErrorCallsReturnQueueFull(t *testing.T) {
-	q, err := wq.Alloc("full-errs", wq.Unbound, 1, wq.MaxPending(1))
+	q, err := wq.Alloc("full-errs", wq.Unbound, 1, wq.WithMaxPending(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +429,7 @@ func TestErrorCallsReturnQueueFull(t *testing.T) {
 // destroy and for a call made after it began. Catches QueueContext
 // returning a bare ErrDraining there.
 func TestQueueContextRefusalDuringDestroyMatchesQueueErr(t *testing.T) {
-	q, err := wq.Alloc("bpe-destroy", wq.Unbound, 1, wq.MaxPending(1))
+	q, err := wq.Alloc("bpe-destroy", wq.Unbound, 1, wq.WithMaxPending(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -618,13 +618,13 @@ func TestQueueContextReturnsOtherQueueRefusal(t *testing.T) {
 		before := errs.count(wq.ErrOtherQueue)
 		err := q2.QueueContext(context.Background(), b.w)
 		if !errors.Is(err, wq.ErrOtherQueue) || errors.Is(err, wq.ErrDestroyed) {
-			t.Errorf("MaxPending(%d): QueueContext of an item running on another queue = %v, want ErrOtherQueue", bound, err)
+			t.Errorf("WithMaxPending(%d): QueueContext of an item running on another queue = %v, want ErrOtherQueue", bound, err)
 		}
 		if n := errs.count(wq.ErrOtherQueue) - before; n != 0 {
-			t.Errorf("MaxPending(%d): QueueContext reported its refusal %d times, want 0 (it returns it)", bound, n)
+			t.Errorf("WithMaxPending(%d): QueueContext reported its refusal %d times, want 0 (it returns it)", bound, n)
 		}
 		if b.w.Pending() || q2.PendingCount() != 0 {
-			t.Errorf("MaxPending(%d): refused item pending %v, count %d", bound, b.w.Pending(), q2.PendingCount())
+			t.Errorf("WithMaxPending(%d): refused item pending %v, count %d", bound, b.w.Pending(), q2.PendingCount())
 		}
 		b.free()
 		q1.Flush()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 )
 
 // QueueBatch queues every item once: the count is the number of items
@@ -160,7 +161,7 @@ func TestQueueBatchWakesAfterLastInsertion(t *testing.T) {
 			q.Flush()
 			var mu sync.Mutex
 			var queued, woken []int64
-			wq.SetStageRecorder(func(s *wq.Stages) {
+			labsys.SetStageRecorder(func(s *labsys.Stages) {
 				if s.Workqueue != q.Name() {
 					return
 				}
@@ -171,7 +172,7 @@ func TestQueueBatchWakesAfterLastInsertion(t *testing.T) {
 				}
 				mu.Unlock()
 			})
-			defer wq.SetStageRecorder(nil)
+			defer labsys.SetStageRecorder(nil)
 			const n = 32
 			items := make([]*wq.Work, n)
 			for i := range items {

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gowq/wq/internal/measure"
 	"github.com/gowq/wq/internal/sched"
 )
 
@@ -21,7 +22,7 @@ func spinThreadCPU(d time.Duration) {
 // with the worker thread's last read (any amount, even negative: CPUTime
 // then goes down, below the CPU the queue's earlier item used).
 func TestCPUTimeNotChargedFromAnotherThread(t *testing.T) {
-	SetCPUAccounting(true) // the default
+	measure.CPUAccounting.Store(true) // the default
 	q, err := Alloc("cpu-moved", Unbound, 1, Threads())
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +78,7 @@ func TestCPUTimeNotChargedFromAnotherThread(t *testing.T) {
 // queue's) stays in Stats().CPUTime. Fault caught: a charge added to a
 // retired pwq's counters after the fold, which no Stats reads any more.
 func TestCPUTimeOwedToRetiredPwqIsKept(t *testing.T) {
-	SetCPUAccounting(true) // the default
+	measure.CPUAccounting.Store(true) // the default
 	q, err := Alloc("cpu-retired", Unbound, 1, Threads())
 	if err != nil {
 		t.Fatal(err)

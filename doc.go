@@ -195,7 +195,7 @@
 //     can never get a thread (a thread limit the process already uses up)
 //     keeps its items pending until it can: Flush waits, FlushContext and
 //     DrainContext time out.
-//   - Bounded backlog and bounded shutdown (gowq extensions): MaxPending(n)
+//   - Bounded backlog and bounded shutdown (gowq extensions): WithMaxPending(n)
 //     bounds the items waiting on a queue (queued and not started, keyed
 //     chains included; armed delayed items count once their timer queues
 //     them); past it queue calls return false with ErrQueueFull, and

@@ -283,9 +283,6 @@ func (r *rescuer) escapeFrom(wk *worker, pq *pwq) bool {
 	return true
 }
 
-// EscapeAfter returns the queue's escape_after (0: off).
-func (q *Workqueue) EscapeAfter() time.Duration { return time.Duration(q.escapeAfter.Load()) }
-
 // SetEscapeAfter sets escape_after of a per-CPU queue (a gowq extension,
 // no kernel counterpart): an item that no worker of its CPU's pool has
 // started d after it was activated is run by the queue's escaper on
@@ -308,8 +305,8 @@ func (q *Workqueue) SetEscapeAfter(d time.Duration) error {
 	})
 }
 
-// EscapeAfter makes Alloc set escape_after (see SetEscapeAfter); Alloc
+// WithEscapeAfter makes Alloc set escape_after (see SetEscapeAfter); Alloc
 // fails with ErrInvalidArgument for an unbound queue or d < 0.
-func EscapeAfter(d time.Duration) Option {
+func WithEscapeAfter(d time.Duration) Option {
 	return func(o *options) { o.escapeAfter, o.escapeSet = d, true }
 }

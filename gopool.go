@@ -192,7 +192,7 @@ func selfGoWorker() *worker {
 // (tests: a push that comes after the drain).
 func (pm *poolMutex) lockNoDrain() {
 	switch {
-	case pm.g:
+	case pm.goro:
 		pm.gm.Lock()
 	case pm.pi:
 		pm.pm.Lock()

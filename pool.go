@@ -43,7 +43,12 @@ type poolKey struct {
 	pod    string // unbound: the pod's CPUs (list format)
 	allow  string // unbound: CPUs the workers may run on (pod if strict)
 	strict bool
-	// goro: the workers are goroutines, not threads (gopool.go).
+	// goro: a goroutine-backed pool: the workers are goroutines, not
+	// threads (gopool.go). Such a pool is not concurrency-managed: the CM
+	// monitor does not sample it and its workers never count in
+	// nrRunning, since they have no thread of their own to sample. The
+	// one spelling of "goroutine-backed" in the code (the pool lock
+	// copies it as poolMutex.goro).
 	goro bool
 }
 
@@ -73,14 +78,9 @@ type poolKey struct {
 // inactive list of a pwq of this pool. Lock order: pool.mu before Work.mu;
 // never two pool locks at once.
 type pool struct {
-	key poolKey // I
-	id  int     // I
-	// I: concurrency-managed: the CM monitor samples the pool's workers
-	// and they count in nrRunning. True for thread-backed pools, per-CPU
-	// and unbound; false for goroutine-backed pools (gopool.go), whose
-	// workers have no thread of their own for the monitor to sample.
-	cm   bool
-	cpus []int // L: CPUs workers may run on; set at creation, changed only on hotplug
+	key  poolKey // I
+	id   int     // I
+	cpus []int   // L: CPUs workers may run on; set at creation, changed only on hotplug
 	// I: non-strict unbound pools whose pod is narrower than the CPUs their
 	// workers may use start each item inside the pod (repatriation, the
 	// kernel's wake_cpu hint done by hand).
@@ -166,10 +166,10 @@ func getPoolLocked(key poolKey, cpus []int) (*pool, bool) {
 	first := len(r.m) == 0
 	p := r.m[key]
 	if p == nil {
-		p = &pool{key: key, id: r.nextID, cm: !key.goro, cpus: cpus, lastQueueCPU: -1,
+		p = &pool{key: key, id: r.nextID, cpus: cpus, lastQueueCPU: -1,
 			mayspin: key.cpu < 0 && !key.class.rt() && !key.goro}
 		p.mu.pi = key.class.rt()
-		p.mu.g = key.goro
+		p.mu.goro = key.goro
 		p.mu.owner = p
 		if key.cpu < 0 && !key.strict && key.pod != key.allow && !key.goro {
 			if ps, err := topology.ParseList(key.pod); err == nil && !ps.IsEmpty() {
@@ -179,7 +179,7 @@ func getPoolLocked(key poolKey, cpus []int) (*pool, bool) {
 		r.nextID++
 		p.progress.Store(nanotime())
 		r.m[key] = p
-		if p.cm {
+		if !p.key.goro {
 			cmRegister(p)
 		}
 		watchdogRegister(p)
@@ -207,7 +207,7 @@ func (p *pool) put() {
 	if last {
 		stopHotplugWatch()
 	}
-	if p.cm {
+	if !p.key.goro {
 		cmUnregister(p)
 	}
 	watchdogUnregister(p)
@@ -301,10 +301,10 @@ type poolMutex struct {
 	pi bool // immutable after the pool is made: use pm, not m
 	m  sched.Mutex
 	pm sched.PIMutex
-	// g: a goroutine-backed pool (gopool.go) uses gm, whose contended
-	// path parks the goroutine and frees its thread, as it should for a
-	// goroutine. Immutable after the pool is made.
-	g      bool
+	// goro: a goroutine-backed pool (poolKey.goro, gopool.go) uses gm,
+	// whose contended path parks the goroutine and frees its thread, as
+	// it should for a goroutine. Immutable after the pool is made.
+	goro   bool
 	gm     sync.Mutex
 	gwaits atomic.Int64
 	wake   *worker // guarded by the lock: worker to unpark at Unlock
@@ -317,7 +317,7 @@ type poolMutex struct {
 }
 
 func (pm *poolMutex) Lock() {
-	if pm.g {
+	if pm.goro {
 		if !pm.gm.TryLock() {
 			pm.gwaits.Add(1)
 			pm.gm.Lock()
@@ -336,7 +336,7 @@ func (pm *poolMutex) Lock() {
 // is its ThreadCheck, which saves an RT pool's lock the gettid system
 // call while the worker is on its thread (sched.PIMutex.LockOn).
 func (pm *poolMutex) LockOn(c *sched.ThreadCheck) {
-	if !pm.pi || pm.g {
+	if !pm.pi || pm.goro {
 		pm.Lock()
 		return
 	}
@@ -348,7 +348,7 @@ func (pm *poolMutex) LockOn(c *sched.ThreadCheck) {
 
 // Waits returns how many Locks found the lock held.
 func (pm *poolMutex) Waits() int64 {
-	if pm.g {
+	if pm.goro {
 		return pm.gwaits.Load()
 	}
 	if pm.pi {
@@ -362,7 +362,7 @@ func (pm *poolMutex) Unlock() {
 	pm.wake = nil
 	scan := pm.scan
 	pm.scan = nil
-	if pm.g {
+	if pm.goro {
 		pm.gm.Unlock()
 	} else if pm.pi {
 		pm.pm.Unlock()

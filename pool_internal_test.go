@@ -26,7 +26,7 @@ func TestSpinOK(t *testing.T) {
 	other := cpu + 1
 
 	mk := func() (*pool, *worker) {
-		p := &pool{key: poolKey{cpu: -1}, cm: true, mayspin: true, cpus: []int{0, 1}, lastQueueCPU: other}
+		p := &pool{key: poolKey{cpu: -1}, mayspin: true, cpus: []int{0, 1}, lastQueueCPU: other}
 		return p, &worker{pool: p, lastPark: 1000}
 	}
 	cases := []struct {
@@ -60,7 +60,7 @@ func TestSpinOK(t *testing.T) {
 // wakes nobody and bumps the kick generation the spinner watches; with
 // none, it picks the idle worker to wake at unlock.
 func TestKickWithSpinner(t *testing.T) {
-	p := &pool{key: poolKey{cpu: -1}, cm: true, mayspin: true, cpus: []int{0, 1}}
+	p := &pool{key: poolKey{cpu: -1}, mayspin: true, cpus: []int{0, 1}}
 	idle := &worker{pool: p}
 	p.idle = []*worker{idle}
 	p.worklist.pushBack(NewWork(func() {}))

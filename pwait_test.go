@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 )
 
 // sparse queues n items on q one at a time, each after the pool's
@@ -34,9 +35,9 @@ func TestPWaitRecordedForThreadWorkers(t *testing.T) {
 	if n == 0 {
 		t.Fatal("no P wait recorded for 5 wake-ups of a thread worker")
 	}
-	wq.SetPWaitAccounting(false)
+	labsys.SetPWaitAccounting(false)
 	sparse(t, th, 3)
-	wq.SetPWaitAccounting(true)
+	labsys.SetPWaitAccounting(true)
 	if got := th.Stats().PWait.Count; got != n {
 		t.Errorf("P wait recorded with the accounting off: %d -> %d", n, got)
 	}
@@ -96,8 +97,8 @@ func BenchmarkPWaitRoundTrip(b *testing.B) {
 			name = "on"
 		}
 		b.Run(name, func(b *testing.B) {
-			wq.SetPWaitAccounting(on)
-			defer wq.SetPWaitAccounting(true)
+			labsys.SetPWaitAccounting(on)
+			defer labsys.SetPWaitAccounting(true)
 			q, err := wq.Alloc("bench-pwait", wq.PerCPU, 0)
 			if err != nil {
 				b.Fatal(err)

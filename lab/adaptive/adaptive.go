@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 	"github.com/gowq/wq/lab/driver"
 	"github.com/gowq/wq/lab/stats"
 )
@@ -205,7 +206,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			rows = append(rows, r)
 			var opts []wq.Option
 			if c.escape > 0 {
-				opts = append(opts, wq.EscapeAfter(c.escape))
+				opts = append(opts, wq.WithEscapeAfter(c.escape))
 			}
 			q, err := wq.Alloc("adaptive", c.flags, 0, opts...)
 			if err != nil {
@@ -273,10 +274,10 @@ func startQueuer(cpu int) (*queuer, error) {
 	q := &queuer{cpu: cpu}
 	t, err := driver.StartThread(func() error {
 		q.desc = fmt.Sprintf("pinned to cpu%d", cpu)
-		if err := wq.SetThreadAffinity([]int{cpu}); err != nil {
+		if err := labsys.SetThreadAffinity([]int{cpu}); err != nil {
 			q.desc = fmt.Sprintf("not pinned (%v)", err)
 		}
-		if err := wq.SetThreadAttr(wq.ThreadAttr{Policy: wq.ThreadNormal, Nice: -20}); err != nil {
+		if err := labsys.SetThreadAttr(labsys.ThreadAttr{Policy: labsys.ThreadNormal, Nice: -20}); err != nil {
 			q.desc += ", nice 0"
 		} else {
 			q.desc += ", nice -20"
@@ -298,15 +299,15 @@ func (q *queuer) measure(r *row, n int, gap time.Duration) {
 	q.Do(func() {
 		var start atomic.Int64
 		var where atomic.Int32
-		var pk wq.Parker
+		var pk labsys.Parker
 		w := wq.NewWork(func() {
 			start.Store(stats.Now())
-			where.Store(int32(wq.CurrentCPU()))
+			where.Store(int32(labsys.CurrentCPU()))
 			pk.Unpark()
 		})
 		for range n {
 			if gap > 0 {
-				wq.SleepThread(gap)
+				labsys.SleepThread(gap)
 			}
 			start.Store(0)
 			t0 := stats.Now()
@@ -319,7 +320,7 @@ func (q *queuer) measure(r *row, n int, gap time.Duration) {
 			r.samples.Add(start.Load() - t0)
 			r.perCPU[int(where.Load())]++
 			for w.Busy() != 0 {
-				wq.SleepThread(10 * time.Microsecond)
+				labsys.SleepThread(10 * time.Microsecond)
 			}
 		}
 	})

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 	"github.com/gowq/wq/lab/driver"
 )
 
@@ -206,7 +207,7 @@ func block(kind string, fds [2]int) {
 	case "time.Sleep":
 		time.Sleep(blockFor)
 	case "nanosleep":
-		wq.SleepThread(blockFor)
+		labsys.SleepThread(blockFor)
 	case "pipe read":
 		time.AfterFunc(blockFor, func() { _, _ = syscall.Write(fds[1], []byte{1}) })
 		var b [1]byte
@@ -290,7 +291,7 @@ func threadCPU(tid int) int64 {
 	if tid == 0 {
 		return 0
 	}
-	c, _ := wq.ThreadCPUTime(tid)
+	c, _ := labsys.ThreadCPUTime(tid)
 	return int64(c)
 }
 

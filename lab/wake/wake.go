@@ -28,6 +28,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 	"github.com/gowq/wq/lab/baseline"
 	"github.com/gowq/wq/lab/driver"
 	"github.com/gowq/wq/lab/probe"
@@ -106,7 +107,7 @@ type Options struct {
 	// GOGC, when not nil, sets the GC percent for the run
 	// (debug.SetGCPercent; < 0 turns the GC off) and restores it after.
 	GOGC *int
-	// Mlock locks the process's memory first (wq.Mlockall); it stays
+	// Mlock locks the process's memory first (labsys.Mlockall); it stays
 	// locked after the run.
 	Mlock bool
 	// GCLoad runs an in-process allocation load of this many MiB/s of
@@ -264,7 +265,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res := &Result{Load: o.Load, Queuer: o.Queuer, GoLoad: o.GoLoad, GCLoad: o.GCLoad, Samples: o.Samples, Mlock: o.Mlock}
 	if o.Mlock {
-		if err := wq.Mlockall(); err != nil {
+		if err := labsys.Mlockall(); err != nil {
 			return nil, fmt.Errorf("wake: --mlock: %w", err)
 		}
 	}
@@ -301,8 +302,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Explain {
 		qr.ex = newExplainer(o.ExplainThreshold)
 		qr.ex.startTrace()
-		wq.SetStageRecorder(qr.ex.recordStages)
-		defer func() { wq.SetStageRecorder(nil); qr.ex.stopTrace(); qr.ex = nil }()
+		labsys.SetStageRecorder(qr.ex.recordStages)
+		defer func() { labsys.SetStageRecorder(nil); qr.ex.stopTrace(); qr.ex = nil }()
 	}
 
 	var rows []*row
@@ -318,7 +319,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			case err != nil:
 				r.res.Skipped = err.Error()
 			case c.probe == probe.FIFO:
-				if err := wq.CheckRT(1); err != nil {
+				if err := labsys.CheckRT(1); err != nil {
 					r.res.Skipped = err.Error()
 				}
 			case o.Queuer == QueuerFIFO:
@@ -402,11 +403,11 @@ func startQueuer(cpu int, kind Queuer) (*queuer, error) {
 	q := &queuer{cpu: cpu, fifo: kind == QueuerFIFO, prio: wq.RTPriority()}
 	t, err := driver.StartThread(func() error {
 		desc := fmt.Sprintf("pinned to cpu%d", cpu)
-		if err := wq.SetThreadAffinity([]int{cpu}); err != nil {
+		if err := labsys.SetThreadAffinity([]int{cpu}); err != nil {
 			desc = fmt.Sprintf("not pinned (%v)", err)
 		}
 		if q.fifo {
-			if err := wq.SetThreadAttr(wq.ThreadAttr{Policy: wq.ThreadFIFO, Priority: q.prio}); err != nil {
+			if err := labsys.SetThreadAttr(labsys.ThreadAttr{Policy: labsys.ThreadFIFO, Priority: q.prio}); err != nil {
 				return fmt.Errorf("wake: --queuer fifo: %w", err)
 			}
 			q.desc = fmt.Sprintf("SCHED_FIFO %d, %s", q.prio, desc)
@@ -475,7 +476,7 @@ func (q *queuer) runProbe(r *row, n int, gap time.Duration) error {
 		if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
 			return fmt.Errorf("sched_setattr FIFO for the probe's waker: %w", err)
 		}
-		defer wq.SetThreadAttr(wq.ThreadAttr{Policy: wq.ThreadFIFO, Priority: q.prio})
+		defer labsys.SetThreadAttr(labsys.ThreadAttr{Policy: labsys.ThreadFIFO, Priority: q.prio})
 	}
 	lat, err := probe.Run(probe.Options{N: n, Policy: r.c.probe, Priority: 1, WaiterCPU: q.cpu, WakerCPU: q.cpu, Gap: gap})
 	if err != nil {
@@ -525,7 +526,7 @@ func (q *queuer) loop(r *row, n int, gap time.Duration, setup func(fn func()) (q
 		return
 	}
 	var start, fin atomic.Int64
-	var pk wq.Parker
+	var pk labsys.Parker
 	fn := func() {
 		start.Store(stats.Now())
 		if q.fifo {
@@ -538,7 +539,7 @@ func (q *queuer) loop(r *row, n int, gap time.Duration, setup func(fn func()) (q
 		if gap > 0 {
 			// nanosleep(2), as the probe's waker: a Go timer under 1 ms
 			// often fires a whole ms late on an idle process.
-			wq.SleepThread(gap)
+			labsys.SleepThread(gap)
 		}
 		start.Store(0)
 		fin.Store(0)
@@ -552,7 +553,7 @@ func (q *queuer) loop(r *row, n int, gap time.Duration, setup func(fn func()) (q
 	}
 }
 
-func (q *queuer) wait(pk *wq.Parker) {
+func (q *queuer) wait(pk *labsys.Parker) {
 	if q.fifo {
 		pk.Park()
 	} else {
@@ -563,7 +564,7 @@ func (q *queuer) wait(pk *wq.Parker) {
 func (q *queuer) waitDone(fin *atomic.Int64, idle func() bool) {
 	for fin.Load() == 0 || (idle != nil && !idle()) {
 		if q.fifo {
-			wq.SleepThread(10 * time.Microsecond)
+			labsys.SleepThread(10 * time.Microsecond)
 		} else {
 			runtime.Gosched()
 		}
@@ -577,7 +578,7 @@ func (q *queuer) waitDone(fin *atomic.Int64, idle func() bool) {
 func (q *queuer) loopExplain(r *row, n int, gap time.Duration, setup func(fn func()) (queue func(), idle func() bool)) {
 	x := q.ex
 	var start, fin atomic.Int64
-	var pk wq.Parker
+	var pk labsys.Parker
 	var st, end threadStat // written by fn before fin, read after
 	fn := func() {
 		start.Store(stats.Now())
@@ -604,7 +605,7 @@ func (q *queuer) loopExplain(r *row, n int, gap time.Duration, setup func(fn fun
 	}
 	for i := 0; i < n; i++ {
 		if gap > 0 {
-			wq.SleepThread(gap)
+			labsys.SleepThread(gap)
 		}
 		if pools && (i == 0 || pend) {
 			lw, span = lockWaits(), 0
@@ -637,7 +638,7 @@ func (q *queuer) loopExplain(r *row, n int, gap time.Duration, setup func(fn fun
 	}
 	if pools && pend {
 		if gap > 0 {
-			wq.SleepThread(gap)
+			labsys.SleepThread(gap)
 		}
 		x.lockReading(r, lockWaits())
 	}
