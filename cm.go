@@ -478,6 +478,9 @@ const unboundBlockingHold = 10 * time.Millisecond
 // wakeOrCreate wakes an idle worker, or creates one, when the pool needs
 // more workers. Called with mu held.
 func (p *pool) wakeOrCreate() {
+	if lockdep {
+		p.assertHeld()
+	}
 	if !p.needMoreWorker() {
 		return
 	}

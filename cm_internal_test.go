@@ -52,6 +52,7 @@ func TestSleepBeforeFnIsNotBlocked(t *testing.T) {
 // sighting.)
 func TestUnboundBlockingHoldExpiresWhileIdle(t *testing.T) {
 	p := &pool{key: poolKey{cpu: -1}, cpus: []int{0, 1}}
+	p.mu.Lock() // a bare pool, never unlocked: the policy functions assert the lock (wqdebug)
 	p.blocking = true
 	p.blockedAt = nanotime() - int64(time.Second)
 	if c := p.concurrency(); c != 2 {

@@ -101,6 +101,9 @@ var escWake atomic.Bool
 // escNotify marks p as holding items that may escape and wakes the CM
 // monitor if it sleeps past them. Called with p.mu held.
 func (p *pool) escNotify() {
+	if lockdep {
+		p.assertHeld()
+	}
 	if p.escWatch.Load() {
 		return
 	}
@@ -193,6 +196,9 @@ func (p *pool) escScan(now int64, wake []*worker) (int64, []*worker) {
 // item, which escScan may have found past escScanMax; only the escaper
 // calls it, once per item it takes. Called with p.mu held.
 func (p *pool) escDue(pq *pwq, now, ea int64) *Work {
+	if lockdep {
+		p.assertHeld()
+	}
 	for x := p.worklist.head(); x != nil; x = x.next() {
 		if x.pwq.Load() != pq {
 			continue

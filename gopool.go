@@ -112,6 +112,9 @@ func (q *Workqueue) GoroutineBacked() bool {
 
 // startGoWorker starts wk as a goroutine worker. Called with p.mu held.
 func (p *pool) startGoWorker(wk *worker) {
+	if lockdep {
+		p.assertHeld()
+	}
 	wk.gch = make(chan struct{}, 1)
 	wk.gch <- struct{}{} // the token: its first park returns at once
 	nGoWorkers.Add(1)
@@ -199,4 +202,5 @@ func (pm *poolMutex) lockNoDrain() {
 	default:
 		pm.m.Lock()
 	}
+	pm.held.set()
 }

@@ -257,6 +257,9 @@ func (p *pool) String() string {
 // creation keeps failing it leaves the retries to the mayday timer, which
 // also summons the rescuers. Called with mu held.
 func (p *pool) kick() {
+	if lockdep {
+		p.assertHeld()
+	}
 	if !p.needMoreWorker() {
 		return
 	}
@@ -308,6 +311,9 @@ type poolMutex struct {
 	gm     sync.Mutex
 	gwaits atomic.Int64
 	wake   *worker // guarded by the lock: worker to unpark at Unlock
+	// held is the holder's goroutine in wqdebug builds (lockcheck_debug.go,
+	// assertHeld); an empty struct otherwise.
+	held lockOwner
 	// owner is the pool whose incoming stack every Lock drains (nil in
 	// tests that build a bare pool). Immutable.
 	owner *pool
@@ -327,6 +333,7 @@ func (pm *poolMutex) Lock() {
 	} else {
 		pm.m.Lock()
 	}
+	pm.held.set()
 	if o := pm.owner; o != nil && o.incoming.Load() != nil {
 		o.drainIncoming()
 	}
@@ -341,6 +348,7 @@ func (pm *poolMutex) LockOn(c *sched.ThreadCheck) {
 		return
 	}
 	pm.pm.LockOn(c)
+	pm.held.set()
 	if o := pm.owner; o != nil && o.incoming.Load() != nil {
 		o.drainIncoming()
 	}
@@ -362,6 +370,7 @@ func (pm *poolMutex) Unlock() {
 	pm.wake = nil
 	scan := pm.scan
 	pm.scan = nil
+	pm.held.clear()
 	if pm.goro {
 		pm.gm.Unlock()
 	} else if pm.pi {
@@ -390,6 +399,9 @@ var createWorkerHook atomic.Pointer[func() error]
 // (the thread gate's refusal near a thread limit, or the test hook) it records the error and arms the
 // mayday timer. Called with mu held. Mirrors create_worker.
 func (p *pool) createWorker() bool {
+	if lockdep {
+		p.assertHeld()
+	}
 	if p.dead {
 		return false
 	}
@@ -443,6 +455,9 @@ const createReportEvery = 10 * time.Second
 // first failure is reported at once, repeats at most every 10 s; all are
 // counted (Stats().CreateErrors). Called with mu held.
 func (p *pool) createFailed(err error) {
+	if lockdep {
+		p.assertHeld()
+	}
 	p.createFailing = true
 	p.createErr = err
 	p.createErrs++
@@ -465,6 +480,9 @@ func (p *pool) createFailed(err error) {
 
 // removeWorker unlinks wk from the pool's lists. Called with mu held.
 func (p *pool) removeWorker(wk *worker) {
+	if lockdep {
+		p.assertHeld()
+	}
 	for i, x := range p.workers {
 		if x == wk {
 			p.workers = append(p.workers[:i], p.workers[i+1:]...)
@@ -531,6 +549,9 @@ func (p *pool) reapIdle() {
 // stuck for lack of workers, creation is retried and rescuers are
 // summoned (the kernel's pool_mayday_timeout). Called with mu held.
 func (p *pool) startMayday() {
+	if lockdep {
+		p.assertHeld()
+	}
 	if p.maydayArmed || p.dead {
 		return
 	}

@@ -508,6 +508,9 @@ func (wk *worker) processScheduled() bool {
 // retired. Mirrors process_one_work.
 func (wk *worker) processOne(w *Work) bool {
 	p := wk.curPool.Load()
+	if lockdep {
+		p.assertHeld()
+	}
 	if wk.gch == nil && !wk.thread.Same() {
 		// A work function unlocked the goroutine from its thread
 		// (runtime.UnlockOSThread, LockDepth times) and it has moved since

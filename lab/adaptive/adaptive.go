@@ -144,11 +144,11 @@ type Table struct {
 
 // Result is a whole run.
 type Result struct {
-	Schema   string  `json:"schema"`    // driver.Schema(Name), set by WriteJSON
-	CPU      int     `json:"cpu"`       // the queueing (and hogged) CPU
-	QueuerOn string  `json:"queuer_on"` // how the queueing thread ran
-	Samples  int     `json:"samples"`
-	Tables   []Table `json:"tables"`
+	driver.Doc         // schema: driver.Schema(Name), set by WriteJSON
+	CPU        int     `json:"cpu"`       // the queueing (and hogged) CPU
+	QueuerOn   string  `json:"queuer_on"` // how the queueing thread ran
+	Samples    int     `json:"samples"`
+	Tables     []Table `json:"tables"`
 }
 
 type row struct {
@@ -326,21 +326,16 @@ func (q *queuer) measure(r *row, n int, gap time.Duration) {
 	})
 }
 
-func (r *Table) get(name string) *Row {
-	for i := range r.Rows {
-		if r.Rows[i].Config == name && r.Rows[i].Skipped == "" && r.Rows[i].Summary.Count > 0 {
-			return &r.Rows[i]
-		}
-	}
-	return nil
-}
+// get returns the measured row named name (driver.Measured), nil if none.
+func (r *Table) get(name string) *Row { return driver.Measured(r.Rows, name, rowKey) }
+
+func rowKey(r *Row) (string, string, int64) { return r.Config, r.Skipped, r.Summary.Count }
 
 // WriteJSON writes r as one indented JSON document whose "schema" is
 // driver.Schema(Name) (adaptive's fields: Result's JSON tags, latencies
 // in us). It returns w's error.
 func (r *Result) WriteJSON(w io.Writer) error {
-	r.Schema = driver.Schema(Name)
-	return driver.WriteJSON(w, r)
+	return driver.WriteResult(w, Name, r)
 }
 
 // WriteTable prints each load's box table (p50, p99, max queue-to-start

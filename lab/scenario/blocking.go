@@ -39,7 +39,7 @@ type BlockingBurst struct {
 // the CM monitor's CPU use while idle, in us per second. Its JSON
 // document has the schema driver.Schema(Blocking) (see the package doc).
 type BlockingResult struct {
-	Schema          string          `json:"schema"` // driver.Schema(Blocking), set by WriteJSON
+	driver.Doc                      // schema: driver.Schema(Blocking), set by WriteJSON
 	Bursts          []BlockingBurst `json:"bursts"`
 	IdleLightUsPerS float64         `json:"cm_idle_light_us_per_s"` // the first second after work (2 ms polls)
 	IdleDeepUsPerS  float64         `json:"cm_idle_deep_us_per_s"`  // the two seconds after (deep idle)
@@ -137,8 +137,7 @@ func (r *BlockingResult) WriteTable(w io.Writer) error {
 // WriteJSON writes r as one indented JSON document whose "schema" is
 // driver.Schema(Blocking). It returns w's error.
 func (r *BlockingResult) WriteJSON(w io.Writer) error {
-	r.Schema = driver.Schema(Blocking)
-	return driver.WriteJSON(w, r)
+	return driver.WriteResult(w, Blocking, r)
 }
 
 func writeBlockingTable(w io.Writer, rows []BlockingBurst, idleLight, idleDeep float64) {

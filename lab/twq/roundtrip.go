@@ -64,7 +64,7 @@ type RoundTripRow struct {
 
 // RoundTripResult is a whole run.
 type RoundTripResult struct {
-	Schema     string         `json:"schema"` // driver.Schema(RoundTripName), set by WriteJSON
+	driver.Doc                // schema: driver.Schema(RoundTripName), set by WriteJSON
 	Samples    int            `json:"samples"`
 	GOMAXPROCS int            `json:"gomaxprocs"`
 	Rows       []RoundTripRow `json:"rows"`
@@ -274,8 +274,7 @@ func RunRoundTrip(ctx context.Context, o RoundTripOptions) (*RoundTripResult, er
 // trip's (schema driver.Schema(RoundTripName), RoundTripResult's JSON
 // tags, us). It returns w's error.
 func (r *RoundTripResult) WriteJSON(w io.Writer) error {
-	r.Schema = driver.Schema(RoundTripName)
-	return driver.WriteJSON(w, r)
+	return driver.WriteResult(w, RoundTripName, r)
 }
 
 // WriteTable prints the run as a box table (us) with each row's goal

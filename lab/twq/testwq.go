@@ -83,9 +83,9 @@ type TWQRow struct {
 
 // TWQResult is a whole run.
 type TWQResult struct {
-	Schema string   `json:"schema"` // driver.Schema(TestWorkqueueName), set by WriteJSON
-	Online []int    `json:"online"`
-	Rows   []TWQRow `json:"rows"`
+	driver.Doc          // schema: driver.Schema(TestWorkqueueName), set by WriteJSON
+	Online     []int    `json:"online"`
+	Rows       []TWQRow `json:"rows"`
 }
 
 // TestWorkqueueName is the test_workqueue method's experiment name: the
@@ -359,8 +359,7 @@ func benchScope(q *wq.Workqueue, cpus []int, items int, waiter string) (time.Dur
 // schema driver.Schema(TestWorkqueueName) and TWQResult's JSON tags (ns,
 // items/s). It returns w's error.
 func (r *TWQResult) WriteJSON(w io.Writer) error {
-	r.Schema = driver.Schema(TestWorkqueueName)
-	return driver.WriteJSON(w, r)
+	return driver.WriteResult(w, TestWorkqueueName, r)
 }
 
 // WriteTable is Write: the driver.Result form.

@@ -126,20 +126,20 @@ type Row struct {
 
 // Result is a whole run.
 type Result struct {
-	Schema   string    `json:"schema"` // driver.Schema(Name), set by WriteJSON
-	Load     Load      `json:"load"`
-	LoadName string    `json:"load_name,omitempty"` // what ran, e.g. "8 burners at 90% (qsort)"
-	LoadNote string    `json:"load_note,omitempty"` // a fallback the load took
-	LoadPct  []float64 `json:"load_pct_per_cpu"`
-	Queuer   Queuer    `json:"queuer"`
-	QueuerOn string    `json:"queuer_on"` // how the queueing thread ran, e.g. "SCHED_OTHER nice 0, pinned to cpu1"
-	GoLoad   int       `json:"go_load"`
-	GCLoad   int       `json:"gc_load_mib_s,omitempty"`
-	GOGC     string    `json:"gogc,omitempty"` // set by Options.GOGC: a percent or "off"
-	Mlock    bool      `json:"mlock,omitempty"`
-	Samples  int       `json:"samples"` // samples asked per row
-	Rows     []Row     `json:"rows"`
-	Explain  *Explain  `json:"explain,omitempty"`
+	driver.Doc           // schema: driver.Schema(Name), set by WriteJSON
+	Load       Load      `json:"load"`
+	LoadName   string    `json:"load_name,omitempty"` // what ran, e.g. "8 burners at 90% (qsort)"
+	LoadNote   string    `json:"load_note,omitempty"` // a fallback the load took
+	LoadPct    []float64 `json:"load_pct_per_cpu"`
+	Queuer     Queuer    `json:"queuer"`
+	QueuerOn   string    `json:"queuer_on"` // how the queueing thread ran, e.g. "SCHED_OTHER nice 0, pinned to cpu1"
+	GoLoad     int       `json:"go_load"`
+	GCLoad     int       `json:"gc_load_mib_s,omitempty"`
+	GOGC       string    `json:"gogc,omitempty"` // set by Options.GOGC: a percent or "off"
+	Mlock      bool      `json:"mlock,omitempty"`
+	Samples    int       `json:"samples"` // samples asked per row
+	Rows       []Row     `json:"rows"`
+	Explain    *Explain  `json:"explain,omitempty"`
 }
 
 // Row kinds.
@@ -655,21 +655,16 @@ func (r *Result) probeFor(row *Row) *Row {
 	return r.get(name)
 }
 
-func (r *Result) get(name string) *Row {
-	for i := range r.Rows {
-		if r.Rows[i].Config == name && r.Rows[i].Skipped == "" && r.Rows[i].Summary.Count > 0 {
-			return &r.Rows[i]
-		}
-	}
-	return nil
-}
+// get returns the measured row named name (driver.Measured), nil if none.
+func (r *Result) get(name string) *Row { return driver.Measured(r.Rows, name, rowKey) }
+
+func rowKey(r *Row) (string, string, int64) { return r.Config, r.Skipped, r.Summary.Count }
 
 // WriteJSON writes r as one indented JSON document whose "schema" is
 // driver.Schema(Name) (wake's fields: Result's JSON tags, latencies
 // in us). It returns w's error.
 func (r *Result) WriteJSON(w io.Writer) error {
-	r.Schema = driver.Schema(Name)
-	return driver.WriteJSON(w, r)
+	return driver.WriteResult(w, Name, r)
 }
 
 // WriteTable prints the result as a box table (driver.WriteBox): per row
