@@ -110,7 +110,9 @@ func ExampleWork_CancelSyncContext() {
 		return
 	}
 	defer q.Destroy()
-	started, release := make(chan struct{}), make(chan struct{})
+	// started has room for the first run's signal: the item may start
+	// before this goroutine waits for it.
+	started, release := make(chan struct{}, 1), make(chan struct{})
 	w := wq.NewWork(func() {
 		select {
 		case started <- struct{}{}:
