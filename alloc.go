@@ -15,18 +15,28 @@ import (
 // Alloc creates a workqueue. flags select the pool type (PerCPU, the
 // default, or Unbound) and the worker class (normal, HighPri or RT).
 // maxActive bounds the items in flight per CPU (per-CPU queues) or in the
-// whole system split per NUMA node (unbound queues); 0 means 1024, and a
-// value outside [1, 2048] is clamped with a slog warning. No worker thread
+// whole system split per NUMA node (unbound queues); 0 means 1024
+// (DefaultMaxActive), and a value outside [0, 2048] makes Alloc fail
+// with ErrInvalidArgument, as SetMaxActive and WithMaxPending(-1) do (the
+// kernel clamps with a warning instead). No worker thread
 // is created before the first item is queued; a MemReclaim queue's
 // rescuer thread is created here, as alloc_workqueue creates it, so that
 // a rescue never needs a new thread. Errors: ErrInvalidFlags for a bit
 // that is not one of the exported flags, or contradictory flags
-// (PerCPU|Unbound, HighPri|RT), ErrPermission when the
+// (PerCPU|Unbound, HighPri|RT), ErrInvalidArgument for an empty name or
+// a size out of range (nothing is created), ErrPermission when the
 // process may not use the RT class (SCHED_FIFO) or the high-priority one
 // (nice -20: CAP_SYS_NICE or RLIMIT_NICE), with the cause and the fix in
 // its text (see AllowRTFallback), ErrThreadLimit when the rescuer's thread
-// would come too close to a thread limit. A nil Option is ignored. Mirrors
-// alloc_workqueue().
+// would come too close to a thread limit. A nil Option is ignored.
+//
+// An RT queue beside default (goroutine-backed) queues keeps its latency:
+// while an RT pool lives, the default queues' items leave its reserved P
+// free (doc.go, "Wake path", says within which bounds). Beside the
+// program's own goroutines it does not, when they keep every P busy. The
+// items of a default queue in flight also stay within the thread limits'
+// headroom, since the Go runtime starts a thread for each one blocked in
+// a system call. Mirrors alloc_workqueue().
 func Alloc(name string, flags Flags, maxActive int, opts ...Option) (*Workqueue, error) {
 	if err := checkPublicFlags(name, flags); err != nil {
 		return nil, err
@@ -73,6 +83,12 @@ func alloc(name string, flags Flags, maxActive int, opts []Option) (*Workqueue, 
 	if flags&PowerEfficient != 0 && powerEfficient.Load() && flags&PerCPU == 0 {
 		flags |= Unbound
 	}
+	if name == "" {
+		return nil, fmt.Errorf("alloc_workqueue: %w: empty name", ErrInvalidArgument)
+	}
+	if maxActive < 0 || maxActive > MaxActive {
+		return nil, fmt.Errorf("alloc_workqueue(%q): %w: max_active %d: must be in [0, %d] (0: %d)", name, ErrInvalidArgument, maxActive, MaxActive, DefaultMaxActive)
+	}
 	if o.maxPending < 0 {
 		return nil, fmt.Errorf("alloc_workqueue(%q): %w: WithMaxPending(%d): must not be negative", name, ErrInvalidArgument, o.maxPending)
 	}
@@ -81,11 +97,6 @@ func alloc(name string, flags Flags, maxActive int, opts []Option) (*Workqueue, 
 	q.bp.max = int64(o.maxPending)
 	if maxActive == 0 {
 		maxActive = DefaultMaxActive
-	}
-	if maxActive < 1 || maxActive > MaxActive {
-		c := min(max(maxActive, 1), MaxActive)
-		report.Logger(o.logger).Warn("workqueue: max_active out of range, clamped", "workqueue", name, "requested", maxActive, "range", "[1, 2048]", "clamped", c)
-		maxActive = c
 	}
 	q.maxActive.Store(int32(maxActive))
 

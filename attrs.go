@@ -180,7 +180,7 @@ func SetUnboundCPUMask(cpus []int) error {
 func checkQueues(qs []*Workqueue, topo *topology.Topology, g *topology.CPUSet, scope *Scope) error {
 	memo := probeMemo{}
 	for _, q := range qs {
-		if !q.unbound || q.destroyed.Load() {
+		if !q.unbound || q.life.load().destroyed() {
 			continue
 		}
 		q.mu.Lock()

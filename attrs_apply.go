@@ -131,6 +131,9 @@ func (q *Workqueue) ApplyAttrs(a Attrs) error {
 // applyAttrs applies change to q's current Attrs and installs the result
 // (the one apply path). change runs with q.mu held and must not block.
 func (q *Workqueue) applyAttrs(what string, change func(a *Attrs) error) error {
+	if q == nil {
+		return errNilQueue // every attribute write on a nil queue
+	}
 	attrMu.RLock()
 	defer attrMu.RUnlock()
 	return q.applyAttrsLocked(what, change)
@@ -141,7 +144,7 @@ func (q *Workqueue) applyAttrs(what string, change func(a *Attrs) error) error {
 // by apply_wqattrs_commit (commitAttrs).
 func (q *Workqueue) applyAttrsLocked(what string, change func(a *Attrs) error) error {
 	q.mu.Lock()
-	if q.destroying {
+	if q.life.load().destroying() {
 		q.mu.Unlock()
 		return fmt.Errorf("workqueue %s: %s: %w", q.name, what, ErrDestroyed)
 	}
@@ -218,6 +221,9 @@ func (q *Workqueue) commitAttrs(topo *topology.Topology, st attrsState) {
 	for _, l := range lims {
 		l.scan(nil)
 	}
+	if lims != nil {
+		q.wakeRoom() // max_active moves the MaxPending bound (backpressure.go)
+	}
 	if escChanged {
 		recomputeEscMin()
 		// Items already on a worklist: mark their pools for the CM
@@ -240,7 +246,7 @@ func (q *Workqueue) commitAttrs(topo *topology.Topology, st attrsState) {
 // Destroy began meanwhile is left alone.
 func (q *Workqueue) restoreState(st attrsState) {
 	q.mu.Lock()
-	if q.destroying {
+	if q.life.load().destroying() {
 		q.mu.Unlock()
 		return
 	}

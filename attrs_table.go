@@ -142,6 +142,9 @@ func (q *Workqueue) AttrNames() []string {
 // SetEscapeAfter). Unknown names: ErrInvalidArgument. Never blocks beyond
 // q's attribute lock; safe from any goroutine.
 func (q *Workqueue) Attr(name string) (string, error) {
+	if q == nil {
+		return "", errNilQueue
+	}
 	e := lookupQueueAttr(q, name)
 	if e == nil {
 		return "", fmt.Errorf("%w: workqueue %s has no attribute %q", ErrInvalidArgument, q.name, name)
@@ -171,6 +174,9 @@ func b01(b bool) string {
 // probe threads when the pools change (see SetPolicy). Safe from any
 // goroutine.
 func (q *Workqueue) SetAttr(name, value string) error {
+	if q == nil {
+		return errNilQueue
+	}
 	e, err := q.writableAttr(name)
 	if err != nil {
 		return err

@@ -2,32 +2,47 @@ package wq
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// Backpressure: a bound on the items waiting on a queue (MaxPending).
+// Backpressure: a bound on the items a queue holds (MaxPending).
 //
 // The kernel's queues are unbounded, and so are gowq's by default. With
-// WithMaxPending(n), a queue admits a new pending instance only while fewer
-// than n are counted. An instance is counted from its admission (admit,
-// on the queue path, before it is linked on a pwq or chained under a key)
-// until it leaves the pending state on q: a worker dequeues it to start
-// it (processOne), a grab unlinks it from a list or a key's chain, or its
-// owner releases it (a refusal, a cancel). Work.pendQ records that the
-// instance is counted, and on which queue, so that leaving is idempotent
-// and a chained item promoted onto the queue, or one requeued by the exit
-// path, is not counted twice.
+// WithMaxPending(n), a queue of max_active m holds at most m+n instances at
+// once: the m that max_active lets run, and n that wait. An instance is
+// counted from its admission (admit, on the queue path, before it is
+// linked on a pwq or chained under a key) until its function returns
+// (worker.leaveCount, before flush waiters, a Future or a Group can see
+// that it ended), or until it leaves the pending state without running: a
+// grab unlinks it from a list or a key's chain, or its owner releases it
+// (a refusal, a cancel). So an idle queue takes exactly m+n items queued
+// at once, whether or not a worker has started any of them yet (counting
+// only the items not yet started would make the bound depend on how fast
+// the workers start), and a caller that has seen an item end finds its
+// room free (releasing the count with the max_active slot, a moment
+// later in afterItem, would make that depend on the worker's speed). The
+// price: between an item's return and its worker's bookkeeping, one more
+// item may wait on the inactive list than n. Work.pendQ records that the
+// pending instance is counted, and on which queue, so that leaving is
+// idempotent and a chained item promoted onto the queue, or one requeued
+// by the exit path, is not counted twice; when a worker starts the
+// instance, the count moves to the worker (worker.bpQ), so that the Work
+// may be queued again, as a new instance counted on its own, while it
+// runs.
+//
+// The bound is read at each admission: m is the queue's max_active now
+// (SetMaxActive moves the bound, and wakes the waiters). It is one bound
+// for the whole queue: a per-CPU queue, whose max_active is per CPU, still
+// holds at most m+n items in all.
 //
 // Armed delayed items do not count while armed: their instance is counted
 // when the timer fires and queues it, and that admission is forced (never
 // refused), since refusing then would drop work that was accepted when it
-// was armed. So is the requeue of an instance that was already pending
-// (ModDelayed with no delay, a dequeued item put back by a worker's exit
-// path). The count can therefore exceed n by the timers that fire while
-// the queue is full; new queue calls are refused until it is below n.
+// was armed. The count can therefore exceed m+n by the timers that fire
+// while the queue is full; new queue calls are refused until it is below
+// m+n.
 //
 // The count is one atomic integer per bounded queue; an unbounded queue
 // pays one load of an immutable field on the queue path and one of
@@ -37,61 +52,78 @@ type backpressure struct {
 	n    atomic.Int64 // counted instances
 	full atomic.Bool  // ErrQueueFull was reported since the count last fell
 
-	// QueueContext's wait list: waiters counts the goroutines waiting
-	// for room; wakeRoom closes ch (and clears it) to wake them all when
-	// an instance leaves the count, or when the queue begins to drain or
-	// is destroyed, so that they see the refusal.
+	// The wait for room (queueWait): waiters counts the goroutines
+	// waiting; wakeRoom closes ch (and clears it) to wake them all when an
+	// instance leaves the count, when max_active changes, or when the
+	// queue begins to drain or is destroyed, so that they see the refusal.
 	waiters atomic.Int32
 	mu      sync.Mutex
 	ch      chan struct{} // guarded by mu
 }
 
-// WithMaxPending bounds the items that may wait on the queue at once to n:
-// items queued and not yet started, on the worklists, on the inactive
-// lists (over max_active) and in keys' chains (QueueKeyed). Past that,
-// Queue, QueueOn, QueueNode, QueueKeyed, and QueueDelayed and ModDelayed
-// with no delay, return false and report ErrQueueFull to the error handler
-// (once until the count falls again, like ErrDraining); QueueContext waits
-// for room. An item starts counting when it is queued and stops when a
-// worker starts it or it is cancelled. Delayed items count from the
-// moment their timer queues them, not while armed, and a timer that fires
-// is never refused: the count may then exceed n for a while. Items that
-// q's own items queue (chained work) are bounded like any other. n = 0
-// (the default) is unbounded, as the kernel's queues are; a negative n
-// makes Alloc fail with ErrInvalidArgument. A gowq extension, with pond's
-// WithQueueSize and ants' WithMaxBlockingTasks as precedents.
+// MaxPending bounds the items that may wait on the queue beyond
+// max_active to n: a queue of max_active m then holds at most m+n items at
+// once, counted from the queue call that admits an item until its
+// function returns (before Flush, Future.Wait or Group.Wait can return
+// for it), or until it is cancelled. An idle queue takes exactly m+n
+// items queued at once, whatever the scheduling, and so do many producers
+// racing. Past that, Queue, QueueOn, QueueNode, QueueKeyed, and
+// QueueDelayed and ModDelayed with no delay, return false and report
+// ErrQueueFull to the error handler (once until the count falls again,
+// like ErrDraining); QueueErr, Go and TryGo return ErrQueueFull; and the
+// calls that take a context wait for room until it is done: QueueContext,
+// GoContext, Submit and Group.Go (with the group's context).
+//
+// The corners: m is the queue's max_active at the time of the call
+// (MaxActive; SetMaxActive moves the bound and wakes the waiters). For a
+// per-CPU queue, whose max_active is per CPU, m+n bounds the whole queue.
+// Keyed items (QueueKeyed) count whether they wait for max_active or for
+// their key, so m+n keyed items of one key fill the queue while one of
+// them runs. Delayed items count from the moment their timer queues them,
+// not while armed, and a timer that fires is never refused: the count may
+// then exceed m+n for a while. Items that q's own items queue (chained
+// work) are bounded like any other. n = 0 (the default) is unbounded, as
+// the kernel's queues are; a negative n makes Alloc fail with
+// ErrInvalidArgument. A gowq extension, with pond's WithQueueSize and
+// ants' WithMaxBlockingTasks as precedents.
 func WithMaxPending(n int) Option { return func(o *options) { o.maxPending = n } }
 
-// MaxPending returns the queue's MaxPending bound, 0 when unbounded.
-// Never blocks.
-func (q *Workqueue) WithMaxPending() int { return int(q.bp.max) }
+// MaxPending returns the queue's MaxPending bound n, 0 when unbounded (the
+// queue then holds at most MaxActive()+n items). Never blocks.
+func (q *Workqueue) MaxPending() int { return int(q.bp.max) }
+
+// limit returns the number of instances q may hold now: max_active plus
+// MaxPending. Only for a bounded queue.
+func (q *Workqueue) limit() int64 { return int64(q.maxActive.Load()) + q.bp.max }
 
 // admit is the backpressure check of the queue path: it counts w's
 // pending instance against q's MaxPending, whose PENDING the caller owns,
 // and returns ErrQueueFull when q is full. force counts it even then
 // (a timer that fires, an instance that was pending already). An
-// instance already counted is admitted again at no cost. The callers
-// that return a bool turn an error into false and reportRefused; the
-// caller releases w (which undoes nothing, as nothing was counted).
+// instance already counted is admitted again at no cost. Called by
+// admitPended (admit.go), the last of the queue path's checks, which
+// releases w on an error (undoing nothing, as nothing was counted).
 func (q *Workqueue) admit(w *Work, force bool) error {
 	if q.bp.max == 0 || w.pendQ != nil {
 		return nil
 	}
 	if force {
 		q.bp.n.Add(1)
-	} else {
-		for {
-			n := q.bp.n.Load()
-			if n >= q.bp.max {
-				return ErrQueueFull
-			}
-			if q.bp.n.CompareAndSwap(n, n+1) {
-				break
-			}
-		}
+	} else if !q.reserve() {
+		return ErrQueueFull
 	}
 	w.pendQ = q
 	return nil
+}
+
+// takePend hands the count of w's pending instance to the worker that
+// starts it: it returns the queue whose MaxPending count holds the
+// instance (nil if none) and clears w.pendQ, without leaving the count.
+// Called by the worker with the pool lock held (processOne).
+func (w *Work) takePend() *Workqueue {
+	q := w.pendQ
+	w.pendQ = nil
+	return q
 }
 
 // unpend takes w's instance out of its queue's MaxPending count, if it is
@@ -104,9 +136,34 @@ func (w *Work) unpend() *Workqueue {
 		return nil
 	}
 	w.pendQ = nil
+	return q.unpendSlot()
+}
+
+// unpendSlot takes one instance out of q's MaxPending count and returns
+// q, or returns nil for a nil q: a worker's bpQ after the item's slot is
+// freed (afterItem), or a pending instance (unpend). The caller wakes q's
+// waiters with no pool lock held.
+func (q *Workqueue) unpendSlot() *Workqueue {
+	if q == nil {
+		return nil
+	}
 	q.bp.n.Add(-1)
 	q.bp.full.Store(false)
 	return q
+}
+
+// leaveCount takes the worker's current instance out of its queue's
+// MaxPending count, once its function has returned and before anyone can
+// see that it ended, and wakes the waiters for room. On the worker's
+// goroutine (bpQ is its own), with no pool lock held: endItem, and a
+// Group's or a Future's function (goItem.leaveCount) just before it
+// reports its end.
+func (wk *worker) leaveCount() {
+	if q := wk.bpQ; q != nil {
+		wk.bpQ = nil
+		q.unpendSlot()
+		q.wakeRoom()
+	}
 }
 
 // unpendWake is unpend followed by wakeRoom. Called with no pool lock held.
@@ -116,9 +173,9 @@ func (w *Work) unpendWake() {
 	}
 }
 
-// wakeRoom wakes every QueueContext waiting on q. Costs one atomic load
-// when nobody waits. Called with no pool lock held: waking a goroutine
-// may wake a thread.
+// wakeRoom wakes every goroutine waiting for room on q (queueWait). Costs
+// one atomic load when nobody waits. Called with no pool lock held: waking
+// a goroutine may wake a thread.
 func (q *Workqueue) wakeRoom() {
 	if q.bp.waiters.Load() == 0 {
 		return
@@ -141,57 +198,82 @@ func (q *Workqueue) roomChan() chan struct{} {
 	return q.bp.ch
 }
 
-// reportRefused reports a queue call refused by the queue path's check
-// err (admit) to the error handler: ErrQueueFull once until the count
-// falls again (a producer that keeps queueing on a full queue would
-// otherwise report at its own rate).
-func (q *Workqueue) reportRefused(op string, w *Work, err error) {
-	if err == ErrQueueFull {
-		if q.bp.full.Load() || !q.bp.full.CompareAndSwap(false, true) {
-			return
-		}
-		err = fmt.Errorf("%w: %s: %d items pending (MaxPending); reported once until one leaves", ErrQueueFull, q.name, q.bp.max)
-	}
-	q.reportError(op, w.Func(), err)
-}
-
 // QueueContext queues w as Queue does, waiting while the queue is full
-// (MaxPending) until an item leaves the pending state or ctx is done. It
-// returns nil when it queued w or w was already pending (or is disabled,
-// or held by a CancelSync: Queue's false, the kernel's dedup), ctx.Err()
-// when ctx ended first (w is then not queued by this call), and the
-// refusal otherwise, without reporting it to the error handler:
-// ErrDestroyed, ErrDraining (from outside q's own items while q drains;
-// while Destroy drains, an error matching both, as Go returns), ErrNoFunc,
-// ErrOtherQueue. A ctx that is already done returns ctx.Err() and queues
-// nothing. It blocks only while the queue is full: the wait is a channel
-// closed when an item of q starts or is cancelled, never a poll. On an
-// unbounded queue it never blocks. Waiters are woken together and race
-// for the room; which one gets it is not defined. Safe from any
-// goroutine, also from q's own items (a full queue then waits for the
-// other items to start: with max_active 1 and the caller the running
-// item, that is a deadlock the caller must bound with ctx).
+// (MaxPending) until an item leaves the count or ctx is done. It returns
+// nil when it queued w or w was already pending (or is disabled, or held
+// by a CancelSync: Queue's false, the kernel's dedup), ctx.Err() when ctx
+// ended first (w is then not queued by this call), and the refusal
+// otherwise, without reporting it to the error handler: ErrDestroyed,
+// ErrDraining (from outside q's own items while q drains; while Destroy
+// drains, an error matching both, as Go returns), ErrNoFunc,
+// ErrOtherQueue; an error matching ErrInvalidArgument for a nil q or ctx,
+// before anything else. A Destroy or Drain that begins while it waits
+// wakes it with that refusal. A ctx that is already done returns
+// ctx.Err() and queues nothing. It blocks only while the queue is full: the wait is a
+// channel closed when an item of q returns or is cancelled, or
+// SetMaxActive changes the bound, never a poll. On an unbounded queue it
+// never blocks. Waiters are woken together and race for the room; which
+// one gets it is not defined. Safe from any goroutine, also from q's own
+// items (a full queue then waits for the other items to end: with
+// max_active 1 and the caller the running item, that is a deadlock the
+// caller must bound with ctx). GoContext, Submit and Group.Go wait the
+// same way.
 func (q *Workqueue) QueueContext(ctx context.Context, w *Work) error {
-	if err := ctx.Err(); err != nil {
+	if q == nil {
+		return errNilQueue
+	}
+	if ctx == nil {
+		return errNilContext
+	}
+	if err := q.checkDestroyed(); err != nil {
 		return err
 	}
 	if w == nil || w.fn == nil {
 		return ErrNoFunc
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	switch err := q.queueWait(ctx, w); err {
+	case errPending, ErrDisabled:
+		return nil // Queue would return false: nothing to wait for
+	default:
+		return err
+	}
+}
+
+// queueWait queues w on q as queueOnErr does, waiting while q is full
+// (MaxPending) until room is made or ctx is done. It returns what
+// queueOnErr returns (nil, errPending, ErrDisabled, or the refusal, with
+// nothing reported), or ctx.Err() when ctx ended while it waited (w not
+// queued). A done ctx does not refuse a queue with room: the wait is the
+// only thing ctx bounds. The one wait of every call that takes a context
+// (QueueContext, GoContext, Submit, Group.Go).
+func (q *Workqueue) queueWait(ctx context.Context, w *Work) error {
+	if w == nil || w.fn == nil {
+		return ErrNoFunc
+	}
 	for {
-		if err := q.refusal(); err != nil {
+		if err := q.checkOpen(admitNew); err != nil {
 			return err
 		}
 		if q.bp.max == 0 || q.reserve() {
 			break
 		}
-		if w.state.Load()&(stPending|stCanceling|stDisableMask) != 0 {
-			return nil // Queue would return false: nothing to wait for
+		if err := w.pendable(); err != nil {
+			return err // Queue would return false: nothing to wait for
+		}
+		if h := beforeRoomWait.Load(); h != nil {
+			(*h)(q) // tests: a Destroy begins here
 		}
 		q.bp.waiters.Add(1)
 		ch := q.roomChan()
-		// Look again after registering: room freed before the
-		// registration woke nobody.
+		// Look again after registering: room freed, or a Destroy or
+		// Drain begun, before the registration woke nobody.
+		if err := q.checkOpen(admitNew); err != nil {
+			q.bp.waiters.Add(-1)
+			return err
+		}
 		if q.reserve() {
 			q.bp.waiters.Add(-1)
 			break
@@ -205,41 +287,42 @@ func (q *Workqueue) QueueContext(ctx context.Context, w *Work) error {
 		}
 	}
 	// A reserved slot (bounded queue) goes to w's instance, or back.
-	if !w.tryPend() {
+	if err := w.pend(); err != nil {
 		q.unreserve()
-		return nil
+		return err
 	}
 	if q.bp.max > 0 {
 		w.pendQ = q
 	}
 	// nil, or the refusal of a destroy or drain that began after the
 	// checks above (w released, nothing reported), as QueueErr returns it.
-	return q.queuePendedErr(cpuUnbound, w, false, nil)
+	return q.queuePendedErr(cpuUnbound, w, admitNew, nil)
 }
 
-// refusal returns the error a queue call from the caller would be
-// refused with now, without the MaxPending check: ErrDestroyed, or
-// ErrDraining from outside q's own items while q drains (an error that
-// matches ErrDestroyed too while Destroy drains); nil otherwise.
-func (q *Workqueue) refusal() error {
-	if q.destroyed.Load() {
-		return ErrDestroyed
-	}
-	if q.draining.Load() != 0 && !q.isChained() {
-		if q.dying.Load() {
-			return errDestroying // matches ErrDestroyed and ErrDraining, as Go's
-		}
-		return ErrDraining
+// beforeRoomWait, when set (by tests only), is called by queueWait
+// between its first look at the queue and its registration as a waiter.
+var beforeRoomWait atomic.Pointer[func(q *Workqueue)]
+
+// pendable returns the reason pend would give now without taking PENDING:
+// errPending, ErrDisabled, or nil.
+func (w *Work) pendable() error {
+	old := w.state.Load()
+	switch {
+	case old&stPending != 0:
+		return errPending
+	case old&(stCanceling|stDisableMask) != 0:
+		return ErrDisabled
 	}
 	return nil
 }
 
-// reserve takes one slot of q's MaxPending bound for an instance not yet
-// pended; false when q is full.
+// reserve takes one place of q's MaxPending bound (max_active plus
+// MaxPending) for an instance not yet counted; false when q is full.
 func (q *Workqueue) reserve() bool {
+	lim := q.limit()
 	for {
 		n := q.bp.n.Load()
-		if n >= q.bp.max {
+		if n >= lim {
 			return false
 		}
 		if q.bp.n.CompareAndSwap(n, n+1) {

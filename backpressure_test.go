@@ -19,9 +19,10 @@ func TestMaxPendingNegativeIsRejected(t *testing.T) {
 	}
 }
 
-// TestMaxPendingRefusesBeyondBound is the example: max_active 1,
-// one item running, 1000 queued; only the first MaxPending wait, the rest
-// are refused with ErrQueueFull, and every accepted item runs.
+// TestMaxPendingRefusesBeyondBound: max_active 1, one item running, 1000
+// queued; only the first MaxPending wait (the running one holds the
+// max_active place), the rest are refused with ErrQueueFull, and every
+// accepted item runs.
 func TestMaxPendingRefusesBeyondBound(t *testing.T) {
 	// Catches an unbounded Queue, a refused item left pending, or a count
 	// that does not return to 0.
@@ -54,8 +55,8 @@ func TestMaxPendingRefusesBeyondBound(t *testing.T) {
 	if s := q.Stats(); s.Pending != bound || s.MaxPending != bound {
 		t.Errorf("Stats Pending=%d MaxPending=%d, want %d, %d", s.Pending, s.MaxPending, bound, bound)
 	}
-	if c := q.PendingCount(); c != bound {
-		t.Errorf("count = %d, want %d", c, bound)
+	if c := q.PendingCount(); c != bound+1 {
+		t.Errorf("count = %d, want %d (max_active 1 + MaxPending %d)", c, bound+1, bound)
 	}
 	b.free()
 	q.Flush()
@@ -72,13 +73,15 @@ func TestMaxPendingRefusesBeyondBound(t *testing.T) {
 	q.Flush()
 }
 
-// TestMaxPendingCountsKeyedChains: items waiting in a key's chain count.
+// TestMaxPendingCountsKeyedChains: items waiting in a key's chain count:
+// with max_active 1, the running keyed item and MaxPending chained behind
+// it fill the queue.
 func TestMaxPendingCountsKeyedChains(t *testing.T) {
 	// Catches chained keyed items outside the bound (a key's chain would
 	// grow without limit).
 	errs := captureErrors(t)
 	const bound = 5
-	q := allocBounded(t, "bp-keyed", wq.Unbound, 4, bound)
+	q := allocBounded(t, "bp-keyed", wq.Unbound, 1, bound)
 	b := newBlocker()
 	defer b.free()
 	if !q.QueueKeyed(1, b.w) {
@@ -267,12 +270,12 @@ func TestMaxPendingDelayedCountWhenQueued(t *testing.T) {
 			t.Fatalf("QueueDelayed %d refused", i)
 		}
 	}
-	if q.PendingCount() != 0 {
-		t.Errorf("armed items counted: %d", q.PendingCount())
+	if q.PendingCount() != 1 {
+		t.Errorf("armed items counted: %d, want 1 (the running blocker)", q.PendingCount())
 	}
 	waitFor(t, "timers to fire", func() bool { return q.Stats().Pending == 3 })
-	if c := q.PendingCount(); c != 3 {
-		t.Errorf("count after firing = %d, want 3 (forced over the bound of 1)", c)
+	if c := q.PendingCount(); c != 4 {
+		t.Errorf("count after firing = %d, want 4 (forced over the bound of 1+1)", c)
 	}
 	if q.Queue(wq.NewWork(func() {})) {
 		t.Error("Queue accepted while the count exceeds the bound")
@@ -360,14 +363,14 @@ func TestMaxPendingLeavesOnRearmAndCancelSync(t *testing.T) {
 	if !q.ModDelayed(dw, time.Hour) {
 		t.Fatal("ModDelayed of a pending item = false")
 	}
-	if c := q.PendingCount(); c != 1 {
-		t.Errorf("count after re-arming a queued item = %d, want 1", c)
+	if c := q.PendingCount(); c != 2 {
+		t.Errorf("count after re-arming a queued item = %d, want 2 (the blocker and w)", c)
 	}
 	if !w.CancelSync() {
 		t.Fatal("CancelSync of a pending item = false")
 	}
-	if c, p := q.PendingCount(), q.Stats().Pending; c != 0 || p != 0 {
-		t.Errorf("after CancelSync: count %d, Pending %d; want 0", c, p)
+	if c, p := q.PendingCount(), q.Stats().Pending; c != 1 || p != 0 {
+		t.Errorf("after CancelSync: count %d, Pending %d; want 1 (the blocker), 0", c, p)
 	}
 	dw.Cancel()
 	b.free()
@@ -386,10 +389,11 @@ func BenchmarkQueueMaxPending(b *testing.B) {
 	}
 }
 
-// TestErrorCallsReturnQueueFull: on a full MaxPending queue QueueErr, Go,
-// Group.Go and Submit return ErrQueueFull. Fault caught: the MaxPending
-// check's refusal reported by the bool calls but lost on the calls that
-// return errors.
+// TestErrorCallsReturnQueueFull: on a full MaxPending queue the calls
+// that never wait (QueueErr, Go, Group.TryGo) return ErrQueueFull, and so
+// do Submit and Group.Go whose context ends while they wait for room.
+// Fault caught: the MaxPending check's refusal reported by the bool calls
+// but lost on the calls that return errors.
 func TestErrorCallsReturnQueueFull(t *testing.T) {
 	q, err := wq.Alloc("full-errs", wq.Unbound, 1, wq.WithMaxPending(1))
 	if err != nil {
@@ -409,16 +413,20 @@ func TestErrorCallsReturnQueueFull(t *testing.T) {
 	if queued, err := q.QueueErr(wq.NewWork(func() {})); queued || !errors.Is(err, wq.ErrQueueFull) {
 		t.Errorf("QueueErr on a full queue = %v, %v; want false, ErrQueueFull", queued, err)
 	}
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
 	f := wq.Submit(q, ctx, func(context.Context) (int, error) { return 1, nil })
-	if _, err := f.Wait(ctx); !errors.Is(err, wq.ErrQueueFull) {
-		t.Errorf("Submit on a full queue: Wait = %v, want ErrQueueFull", err)
+	if _, err := f.Wait(context.Background()); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Submit on a full queue past its deadline: Wait = %v, want DeadlineExceeded", err)
 	}
 	g, _ := q.NewGroup(ctx)
+	if g.TryGo(func(context.Context) error { return nil }) {
+		t.Error("TryGo on a full queue = true")
+	}
 	g.Go(func(context.Context) error { return nil })
 	close(block)
-	if err := g.Wait(); !errors.Is(err, wq.ErrQueueFull) {
-		t.Errorf("Group.Go on a full queue: Wait = %v, want ErrQueueFull", err)
+	if err := g.Wait(); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Group.Go on a full queue past the group's deadline: Wait = %v, want DeadlineExceeded", err)
 	}
 	q.Destroy()
 }
@@ -628,5 +636,360 @@ func TestQueueContextReturnsOtherQueueRefusal(t *testing.T) {
 		}
 		b.free()
 		q1.Flush()
+	}
+}
+
+// TestMaxPendingIdleQueueTakesMPlusN: an idle queue of max_active m and
+// WithMaxPending(n) takes exactly m+n items queued at once, whatever the
+// scheduling (whether or not a worker has started the first ones yet),
+// from one producer and from 40 racing producers, on a goroutine-backed
+// queue, a thread-backed one and a per-CPU one. Catches a bound that
+// counts only the items not yet started (a second Go right after the
+// first refused on an idle queue of max_active 1 and WithMaxPending(1)), and
+// one that lets more than m+n in.
+func TestMaxPendingIdleQueueTakesMPlusN(t *testing.T) {
+	type setup struct {
+		name  string
+		flags wq.Flags
+		opts  []wq.Option
+	}
+	setups := []setup{
+		{"default", wq.Unbound, nil},
+		{"threads", wq.Unbound, []wq.Option{wq.Threads()}},
+		{"percpu", wq.PerCPU, nil},
+	}
+	for _, su := range setups {
+		for _, mn := range [][2]int{{1, 1}, {3, 2}} {
+			m, n := mn[0], mn[1]
+			q := allocBounded(t, "bp-mn-"+su.name, su.flags, m, n, su.opts...)
+			for round := range 20 {
+				gate := make(chan struct{})
+				var ran atomic.Int64
+				fn := func() { <-gate; ran.Add(1) }
+				accepted := 0
+				if round%2 == 0 {
+					// One producer, back to back.
+					for range m + n + 3 {
+						switch err := q.Go(fn); {
+						case err == nil:
+							accepted++
+						case !errors.Is(err, wq.ErrQueueFull):
+							t.Fatalf("%s m=%d n=%d: Go = %v", su.name, m, n, err)
+						}
+					}
+				} else {
+					// 40 producers released together.
+					var ok atomic.Int64
+					var wg sync.WaitGroup
+					start := make(chan struct{})
+					for range 40 {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							<-start
+							if q.Go(fn) == nil {
+								ok.Add(1)
+							}
+						}()
+					}
+					close(start)
+					wg.Wait()
+					accepted = int(ok.Load())
+				}
+				if accepted != m+n {
+					close(gate)
+					q.Flush()
+					t.Fatalf("%s max_active %d MaxPending %d, round %d: idle queue took %d items at once, want %d", su.name, m, n, round, accepted, m+n)
+				}
+				close(gate)
+				q.Flush()
+				if int(ran.Load()) != accepted {
+					t.Fatalf("%s: ran %d of %d accepted", su.name, ran.Load(), accepted)
+				}
+			}
+			q.Destroy()
+		}
+	}
+}
+
+// TestMaxPendingRoomFreeOnceAnItemIsSeenEnded: a caller that has seen an
+// item end (Future.Wait, Group.Wait, Flush returned) finds its place free
+// at once. Catches a count that leaves only when the worker's bookkeeping
+// after the item runs, a moment later: a Go right after a Wait refused.
+func TestMaxPendingRoomFreeOnceAnItemIsSeenEnded(t *testing.T) {
+	q := allocBounded(t, "bp-seen-ended", wq.Unbound, 1, 1)
+	ctx := context.Background()
+	for round := range 200 {
+		f := wq.Submit(q, ctx, func(context.Context) (int, error) { return round, nil })
+		g, _ := q.NewGroup(ctx)
+		g.Go(func(context.Context) error { return nil })
+		if _, err := f.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		// Both ended: the queue is empty, and takes m+n at once.
+		gate := make(chan struct{})
+		for i := range 2 {
+			if err := q.Go(func() { <-gate }); err != nil {
+				close(gate)
+				t.Fatalf("round %d: Go %d after both Waits returned = %v, want nil", round, i, err)
+			}
+		}
+		close(gate)
+		w := wq.NewWork(func() {})
+		q.Queue(w)
+		w.Flush()
+		if c := q.PendingCount(); c > 2 {
+			t.Fatalf("round %d: count %d after Flush", round, c)
+		}
+		q.Flush()
+	}
+}
+
+// TestBlockingSubmission: on a full queue, the calls that take a context
+// (GoContext, Submit, Group.Go with the group's context, QueueContext)
+// wait for room instead of returning ErrQueueFull, and queue their
+// function once an item ends; Go, TryGo and QueueErr never wait.
+// SetMaxActive raises the bound and wakes the waiters; Destroy wakes them
+// with ErrDestroyed. Catches a waiting call that returns ErrQueueFull (the
+// pipeline that drops records), one never woken, and a Destroy that
+// leaves producers parked.
+func TestBlockingSubmission(t *testing.T) {
+	ctx := context.Background()
+	q := allocBounded(t, "bp-blocking", wq.Unbound, 1, 1)
+	gate := make(chan struct{})
+	gates := []chan struct{}{gate}
+	defer func() { // a failure must not leave the queue's Destroy waiting
+		for _, g := range gates {
+			select {
+			case <-g:
+			default:
+				close(g)
+			}
+		}
+	}()
+	fill := func() {
+		t.Helper()
+		started := make(chan struct{})
+		if err := q.Go(func() { close(started); <-gate }); err != nil {
+			t.Fatal(err)
+		}
+		<-started
+		if err := q.Go(func() { <-gate }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fill()
+	// The calls that never wait.
+	if err := q.Go(func() {}); !errors.Is(err, wq.ErrQueueFull) {
+		t.Fatalf("Go on a full queue = %v, want ErrQueueFull", err)
+	}
+	if _, err := q.QueueErr(wq.NewWork(func() {})); !errors.Is(err, wq.ErrQueueFull) {
+		t.Fatalf("QueueErr on a full queue = %v, want ErrQueueFull", err)
+	}
+	g, _ := q.NewGroup(ctx)
+	if g.TryGo(func(context.Context) error { return nil }) {
+		t.Fatal("TryGo on a full queue = true")
+	}
+	// The calls that wait.
+	var ran atomic.Int64
+	goCtx := make(chan error, 1)
+	go func() { goCtx <- q.GoContext(ctx, func(context.Context) { ran.Add(1) }) }()
+	futs := make(chan *wq.Future[int], 1)
+	go func() {
+		futs <- wq.Submit(q, ctx, func(context.Context) (int, error) { ran.Add(1); return 7, nil })
+	}()
+	groupGo := make(chan struct{})
+	go func() {
+		g.Go(func(context.Context) error { ran.Add(1); return nil })
+		close(groupGo)
+	}()
+	qctx := make(chan error, 1)
+	go func() { qctx <- q.QueueContext(ctx, wq.NewWork(func() { ran.Add(1) })) }()
+	waitFor(t, "four producers to wait for room", func() bool { return q.RoomWaiters() == 4 })
+	select {
+	case err := <-goCtx:
+		t.Fatalf("GoContext returned %v on a full queue", err)
+	case <-futs:
+		t.Fatal("Submit returned on a full queue")
+	case <-groupGo:
+		t.Fatal("Group.Go returned on a full queue")
+	case err := <-qctx:
+		t.Fatalf("QueueContext returned %v on a full queue", err)
+	default:
+	}
+	close(gate) // room: the four wait their turn and run
+	mustReturn(t, "the waiting calls", func() {
+		if err := <-goCtx; err != nil {
+			t.Errorf("GoContext = %v", err)
+		}
+		if v, err := (<-futs).Wait(ctx); v != 7 || err != nil {
+			t.Errorf("Submit's Wait = %d, %v", v, err)
+		}
+		<-groupGo
+		if err := g.Wait(); err != nil {
+			t.Errorf("Group.Wait = %v", err)
+		}
+		if err := <-qctx; err != nil {
+			t.Errorf("QueueContext = %v", err)
+		}
+	})
+	q.Flush()
+	if ran.Load() != 4 {
+		t.Fatalf("%d of the 4 waiting calls' functions ran", ran.Load())
+	}
+
+	// SetMaxActive moves the bound: a waiter gets in with nothing ended.
+	gate = make(chan struct{})
+	gates = append(gates, gate)
+	fill()
+	go func() { goCtx <- q.GoContext(ctx, func(context.Context) { <-gate }) }()
+	waitFor(t, "a producer to wait for room", func() bool { return q.RoomWaiters() == 1 })
+	if err := q.SetMaxActive(2); err != nil {
+		t.Fatal(err)
+	}
+	mustReturn(t, "GoContext after SetMaxActive(2)", func() {
+		if err := <-goCtx; err != nil {
+			t.Errorf("GoContext after SetMaxActive(2) = %v", err)
+		}
+	})
+	if err := q.Go(func() {}); !errors.Is(err, wq.ErrQueueFull) {
+		t.Fatalf("Go with 3 items held, max_active 2 + MaxPending 1 = %v, want ErrQueueFull", err)
+	}
+
+	// Destroy wakes every parked producer with ErrDestroyed.
+	const producers = 12
+	errs := make(chan error, producers)
+	for i := range producers {
+		go func() {
+			switch i % 3 {
+			case 0:
+				errs <- q.GoContext(ctx, func(context.Context) { ran.Add(1) })
+			case 1:
+				_, err := wq.Submit(q, ctx, func(context.Context) (int, error) { ran.Add(1); return 0, nil }).Wait(ctx)
+				errs <- err
+			default:
+				g, _ := q.NewGroup(ctx)
+				g.Go(func(context.Context) error { ran.Add(1); return nil })
+				errs <- g.Wait()
+			}
+		}()
+	}
+	waitFor(t, "12 producers to wait for room", func() bool { return q.RoomWaiters() == producers })
+	destroyed := make(chan struct{})
+	ran.Store(0)
+	go func() { q.Destroy(); close(destroyed) }()
+	mustReturn(t, "the parked producers", func() {
+		for range producers {
+			if err := <-errs; !errors.Is(err, wq.ErrDestroyed) {
+				t.Errorf("parked producer woken by Destroy: %v, want ErrDestroyed", err)
+			}
+		}
+	})
+	close(gate)
+	<-destroyed
+	if ran.Load() != 0 {
+		t.Errorf("%d refused functions ran", ran.Load())
+	}
+}
+
+// TestQueueWaitSeesDestroyBegunWhileRegistering: a producer that starts to
+// wait for room while Destroy begins is woken with the refusal, not left
+// until an item ends. A hook begins the Destroy between the producer's
+// first look at the queue and its registration as a waiter, where
+// Destroy's wake-up finds no waiter yet. Catches a waiter that checks the
+// queue's state only before registering.
+func TestQueueWaitSeesDestroyBegunWhileRegistering(t *testing.T) {
+	ctx := context.Background()
+	q, err := wq.Alloc("bp-wait-destroy", wq.Unbound, 1, wq.WithMaxPending(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	started := make(chan struct{})
+	q.Go(func() { close(started); <-gate })
+	<-started
+	q.Go(func() { <-gate })
+	destroyed := make(chan struct{})
+	var once sync.Once
+	defer wq.SetBeforeRoomWait(func(hq *wq.Workqueue) {
+		if hq != q {
+			return
+		}
+		once.Do(func() {
+			go func() { q.Destroy(); close(destroyed) }()
+			for { // until the drain has begun and refuses
+				if _, err := q.QueueErr(wq.NewWork(func() {})); errors.Is(err, wq.ErrDestroyed) {
+					return
+				}
+				time.Sleep(100 * time.Microsecond)
+			}
+		})
+	})()
+	res := make(chan error, 1)
+	go func() { res <- q.GoContext(ctx, func(context.Context) {}) }()
+	select {
+	case err := <-res:
+		if !errors.Is(err, wq.ErrDestroyed) {
+			t.Errorf("GoContext = %v, want ErrDestroyed", err)
+		}
+	case <-time.After(testWait):
+		t.Errorf("GoContext still waiting %v after Destroy began", testWait)
+	}
+	close(gate)
+	<-destroyed
+}
+
+// testWait bounds a wait that only a bug makes long.
+const testWait = 20 * time.Second
+
+// TestSubmitPipelineDropsNothing is a pond-style pipeline written from the
+// mapping table: 100k records through blocking Submit on a queue with
+// MaxPending, futures waited in order, the queue destroyed at the end
+// (pond's Stop). Every record runs exactly once and none is refused.
+// Catches a Submit that returns ErrQueueFull on a full queue (records
+// silently dropped).
+func TestSubmitPipelineDropsNothing(t *testing.T) {
+	records := 100_000
+	if testing.Short() {
+		records = 10_000
+	}
+	q, err := wq.Alloc("bp-pipeline", wq.Unbound, 4, wq.WithMaxPending(16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	seen := make([]atomic.Int32, records)
+	futs := make(chan *wq.Future[int], 64)
+	go func() {
+		for i := range records {
+			futs <- wq.Submit(q, ctx, func(context.Context) (int, error) {
+				seen[i].Add(1)
+				return i * 2, nil
+			})
+		}
+		close(futs)
+	}()
+	i := 0
+	for f := range futs {
+		v, err := f.Wait(ctx)
+		if err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+		if v != i*2 {
+			t.Fatalf("record %d: value %d", i, v)
+		}
+		i++
+	}
+	q.Destroy()
+	if i != records {
+		t.Fatalf("%d futures, want %d", i, records)
+	}
+	for r := range seen {
+		if n := seen[r].Load(); n != 1 {
+			t.Fatalf("record %d ran %d times", r, n)
+		}
 	}
 }

@@ -89,12 +89,17 @@ func (pm *poolMutex) unlockPlugged(plug *wakePlug) {
 // skipped as pending. The returned count includes both.
 // Never blocks; no allocation for batches that touch at most 8 pools.
 // Safe from any goroutine, also from a work function (then, as Queue, it
-// is chained work on a draining queue).
+// is chained work on a draining queue). A nil q queues nothing and
+// reports ErrInvalidArgument.
 func (q *Workqueue) QueueBatch(ws ...*Work) int {
+	if q == nil {
+		reportNilQueue("queue_work_on")
+		return 0
+	}
 	var plug wakePlug
 	n := 0
 	for _, w := range ws {
-		if q.queueResult("queue_work_on", w, q.queueOnErr(cpuUnbound, w, &plug)) {
+		if q.result("queue_work_on", w, q.queueOnErr(cpuUnbound, w, &plug)) {
 			n++
 		}
 	}

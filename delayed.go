@@ -58,28 +58,41 @@ func (l *timerList) remove(dw *DelayedWork) { l.Remove(&dw.tnode) }
 // stopTimer stops an armed timer. It returns true when it stopped it: the
 // caller then owns the armed instance's PENDING. Lock order: Work.mu, then
 // the queue's timerMu.
-func (dw *DelayedWork) stopTimer() bool { return dw.stopTimerOn(nil) }
+func (dw *DelayedWork) stopTimer() bool { q, _ := dw.stopTimerQ(nil, false); return q != nil }
 
 // stopTimerOn is stopTimer limited to an arming on q (nil: any queue).
 func (dw *DelayedWork) stopTimerOn(q *Workqueue) bool {
+	aq, _ := dw.stopTimerQ(q, false)
+	return aq != nil
+}
+
+// stopTimerQ is stopTimerOn returning the queue the timer was armed on
+// (nil when it stopped nothing), and whether Destroy had closed its
+// timers then. With transit, the instance is counted as firing on that
+// queue (closeTimers waits for it) until the caller's fire.
+func (dw *DelayedWork) stopTimerQ(q *Workqueue, transit bool) (aq *Workqueue, closed bool) {
 	if !dw.timer.Ready() {
-		return false
+		return nil, false
 	}
 	dw.mu.Lock()
 	defer dw.mu.Unlock()
-	aq := dw.armedOn
+	aq = dw.armedOn
 	if aq == nil || (q != nil && aq != q) {
-		return false
+		return nil, false
 	}
 	aq.timerMu.Lock()
 	defer aq.timerMu.Unlock()
 	if !dw.timer.Stop() {
-		return false // firing: timerFn owns it now
+		return nil, false // firing: timerFn owns it now
 	}
 	aq.armed.remove(dw)
 	dw.armedOn = nil
-	aq.wakeTimerWaiterLocked()
-	return true
+	if transit {
+		aq.firing++
+	} else {
+		aq.wakeTimerWaiterLocked()
+	}
+	return aq, aq.timersClosed
 }
 
 // timerFn runs on the Go timer's goroutine, or on the RT timer thread for
@@ -99,16 +112,39 @@ func (dw *DelayedWork) timerFn() {
 	q.firing++
 	q.timerMu.Unlock()
 	dw.mu.Unlock()
+	dw.fire(q, closed)
+}
+
+// fire queues the armed instance taken off q's armed list and counted as
+// firing (timerFn, DelayedWork.Flush), then ends the firing. The
+// instance was admitted before any drain that began since: a draining
+// queue accepts it (admitBack). If Destroy had closed the timers when it
+// was taken off the list (closed), it is cancelled and reported with the
+// other armed items; if not, closeTimers waits for it, and Destroy's
+// drain runs it.
+func (dw *DelayedWork) fire(q *Workqueue, closed bool) {
 	// Deferred, so that a tracer that calls runtime.Goexit on this
 	// goroutine (queue_work is traced here) cannot leave Destroy waiting.
 	defer q.timerDone()
 	if closed {
-		// Destroy began after the timer was armed: the item is cancelled
-		// and reported with the other armed items.
 		q.noteTimerCancelled(dw)
-	} else {
-		q.queuePendedFrom(int(dw.cpu.Load()), &dw.Work, true)
+		return
 	}
+	q.queuePendedFrom(int(dw.cpu.Load()), &dw.Work, admitBack)
+}
+
+// enterTransit counts an instance that a caller takes to q outside the
+// timer (ModDelayed) as firing, so that closeTimers waits for it, and
+// reports whether it did: false once Destroy has closed the timers. The
+// caller ends it with timerDone.
+func (q *Workqueue) enterTransit() bool {
+	q.timerMu.Lock()
+	defer q.timerMu.Unlock()
+	if q.timersClosed {
+		return false
+	}
+	q.firing++
+	return true
 }
 
 // timerDone ends a timerFn: when no timer of q is armed or firing, a
@@ -129,17 +165,24 @@ func (q *Workqueue) wakeTimerWaiterLocked() {
 	}
 }
 
-// arm queues the pending item after d on q (cpu may be cpuUnbound).
-// PENDING must be owned by the caller. It returns false when q refused the
-// item (destroyed or being destroyed); PENDING is then released and the
-// refusal reported. Mirrors __queue_delayed_work.
-func (dw *DelayedWork) arm(q *Workqueue, cpu int, d time.Duration) bool {
+// arm queues the pending item after d on q (cpu may be cpuUnbound), as
+// an instance of kind k (admitNew, or admitBack for one pending on q
+// before: ModDelayed). PENDING must be owned by the caller. It returns
+// false when q refused the item (admit.go, or arming closed by Destroy);
+// PENDING is then released and the refusal reported. An instance of kind
+// admitBack whose arming Destroy closed is queued at once instead: it was
+// admitted before the destroy. Mirrors __queue_delayed_work.
+func (dw *DelayedWork) arm(q *Workqueue, cpu int, d time.Duration, k admitKind) bool {
+	const op = "queue_delayed_work_on"
 	if d <= 0 {
-		return q.queuePended(cpu, &dw.Work)
+		return q.queuePendedFrom(cpu, &dw.Work, k)
 	}
-	if err := q.refuseElsewhere(&dw.Work); err != nil {
-		q.reportError("queue_delayed_work_on", dw.Func(), err)
-		return false // one instance at a time (instances.go)
+	ak := admitArm
+	if k == admitBack {
+		ak = admitRearm
+	}
+	if err := q.admitPended(&dw.Work, ak); err != nil {
+		return q.result(op, &dw.Work, err)
 	}
 	if cpu == cpuUnbound && !q.unbound {
 		// A per-CPU queue keeps the locality of the queueing CPU, as a
@@ -151,10 +194,12 @@ func (dw *DelayedWork) arm(q *Workqueue, cpu int, d time.Duration) bool {
 	if q.timersClosed {
 		q.timerMu.Unlock()
 		dw.mu.Unlock()
+		if k == admitBack {
+			return q.queuePendedFrom(cpu, &dw.Work, admitBack)
+		}
 		dw.markCancelled()
 		dw.release()
-		q.reportDestroyed(&dw.Work)
-		return false
+		return q.result(op, &dw.Work, errDestroying) // arming closed by Destroy
 	}
 	dw.wq.Store(q)
 	dw.cpu.Store(int32(cpu))
@@ -173,9 +218,18 @@ func (dw *DelayedWork) Flush() bool {
 	return ok
 }
 
-// FlushContext is Flush bounded by ctx; see Work.FlushContext.
+// FlushContext is Flush bounded by ctx; see Work.FlushContext. A nil ctx
+// returns (false, an error matching ErrInvalidArgument) and queues
+// nothing.
 func (dw *DelayedWork) FlushContext(ctx context.Context) (bool, error) {
-	if !dw.stopTimer() {
+	if ctx == nil {
+		return false, errNilContext
+	}
+	// Counted as firing (stopTimerQ with transit) until queued, as when
+	// its timer fires: a Destroy that began meanwhile waits for it in
+	// closeTimers, before its drain.
+	q, closed := dw.stopTimerQ(nil, true)
+	if q == nil {
 		return dw.Work.FlushContext(ctx)
 	}
 	// We own the armed instance: register for it before queueing it, so
@@ -185,7 +239,7 @@ func (dw *DelayedWork) FlushContext(ctx context.Context) (bool, error) {
 	dw.mu.Unlock()
 	// The armed instance was queued before any drain that began since,
 	// as when its timer fires: a draining queue accepts it.
-	dw.wq.Load().queuePendedFrom(int(dw.cpu.Load()), &dw.Work, true)
+	dw.fire(q, closed)
 	if ch == nil {
 		return true, nil
 	}

@@ -12,115 +12,142 @@ import (
 // if dw was already pending or is disabled. For a per-CPU queue the item
 // runs on the CPU the caller was on; for an unbound queue on any CPU, as
 // the kernel arms an unbound item's timer as a global one
-// (add_timer_global), so that a hogged CPU does not hold the item. Never
+// (add_timer_global), so that a hogged CPU does not hold the item. The
+// queue's lifecycle applies with or without a delay (docs/go-users.md,
+// "Edges"): from outside q's own items while q drains it returns false and
+// reports ErrDraining; from the start of Destroy nothing is armed on q
+// (false, reported); on a destroyed queue false and ErrDestroyed (reported
+// once). A nil q returns false and reports ErrInvalidArgument. Never
 // blocks. Mirrors queue_delayed_work().
 func (q *Workqueue) QueueDelayed(dw *DelayedWork, d time.Duration) bool {
-	return q.queueDelayedOn(cpuUnbound, dw, d)
+	return q.queueDelayedOn("queue_delayed_work", cpuUnbound, dw, d)
 }
 
-// QueueDelayedOn is QueueDelayed on CPU cpu. Mirrors
+// QueueDelayedOn is QueueDelayed on CPU cpu; a cpu that does not exist
+// returns false and reports ErrInvalidCPU. Mirrors
 // queue_delayed_work_on().
 func (q *Workqueue) QueueDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bool {
-	if dw == nil {
-		return q.queueDelayedOn(cpu, dw, d) // reports ErrNoFunc
-	}
-	if q.destroyed.Load() {
-		q.reportDestroyed(&dw.Work)
-		return false
-	}
-	if cpu < 0 || cpu >= len(q.table.Load().cpu) {
-		q.reportError("queue_delayed_work_on", dw.Func(), fmt.Errorf("%w: %d", ErrInvalidCPU, cpu))
-		return false
-	}
-	return q.queueDelayedOn(cpu, dw, d)
+	return q.queueDelayedOn("queue_delayed_work_on", cpu, dw, d)
 }
 
-func (q *Workqueue) queueDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bool {
+// checkDelayed is the part of admit.go's order that comes before the
+// item is touched, for the delayed entries: the queue, the function, the
+// cpu (cpuUnbound: none asked).
+func (q *Workqueue) checkDelayed(cpu int, dw *DelayedWork) error {
+	if err := q.checkDestroyed(); err != nil {
+		return err
+	}
 	if dw == nil || dw.fn == nil || !dw.timer.Ready() {
-		q.reportError("queue_delayed_work_on", "", ErrNoFunc)
+		return ErrNoFunc
+	}
+	if cpu != cpuUnbound && (cpu < 0 || cpu >= len(q.table.Load().cpu)) {
+		return fmt.Errorf("%w: %d", ErrInvalidCPU, cpu)
+	}
+	return nil
+}
+
+func (q *Workqueue) queueDelayedOn(op string, cpu int, dw *DelayedWork, d time.Duration) bool {
+	if q == nil {
+		reportNilQueue(op)
 		return false
 	}
-	if q.destroyed.Load() {
-		q.reportDestroyed(&dw.Work)
-		return false
+	if err := q.checkDelayed(cpu, dw); err != nil {
+		return q.result(op, workOf(dw), err)
 	}
 	if !dw.tryPend() {
 		return false
 	}
-	return dw.arm(q, cpu, d)
+	return dw.arm(q, cpu, d, admitNew)
+}
+
+// workOf returns dw's Work, nil for a nil dw.
+func workOf(dw *DelayedWork) *Work {
+	if dw == nil {
+		return nil
+	}
+	return &dw.Work
 }
 
 // ModDelayed changes dw's delay to d, queueing it if it was idle. It
 // returns false if dw was idle (and is now queued), true if it was pending
 // (and its timer was modified). A disabled item is not queued. While a
 // CancelSync or DisableSync holds dw it returns true and queues nothing
-// (the canceller wins), also from inside dw's own function. Never blocks
-// beyond the few instructions an item is in transit. Mirrors
-// mod_delayed_work().
+// (the canceller wins), also from inside dw's own function.
+//
+// Admission (docs/go-users.md, "Edges"): before it touches dw,
+// ModDelayed is checked as QueueDelayed is: on a destroyed queue, from
+// outside q's own items while q drains or Destroy runs, or while dw runs
+// on another queue, it returns false, reports the reason and leaves dw as
+// it was (a pending instance stays pending where it is). Then an
+// instance that was pending on q is re-armed, or queued, without counting
+// against MaxPending (it is not new); an idle item, or one pending on
+// another queue, is a new instance for q: MaxPending applies when it is
+// queued, and an instance taken from another queue onto a full q is
+// cancelled (ErrQueueFull reported). From one of q's own items while
+// Destroy runs, an instance pending on q whose re-arming Destroy closed
+// is queued at once instead. Never blocks beyond the few instructions an
+// item is in transit. Mirrors mod_delayed_work().
 func (q *Workqueue) ModDelayed(dw *DelayedWork, d time.Duration) bool {
-	return q.modDelayedOn(cpuUnbound, dw, d)
+	return q.modDelayedOn("mod_delayed_work", cpuUnbound, dw, d)
 }
 
-// ModDelayedOn is ModDelayed on CPU cpu. Mirrors mod_delayed_work_on().
+// ModDelayedOn is ModDelayed on CPU cpu; a cpu that does not exist
+// returns false and reports ErrInvalidCPU. Mirrors mod_delayed_work_on().
 func (q *Workqueue) ModDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bool {
-	if dw == nil {
-		return q.modDelayedOn(cpu, dw, d) // reports ErrNoFunc
-	}
-	if q.destroyed.Load() {
-		q.reportDestroyed(&dw.Work)
-		return false
-	}
-	if cpu < 0 || cpu >= len(q.table.Load().cpu) {
-		q.reportError("mod_delayed_work_on", dw.Func(), fmt.Errorf("%w: %d", ErrInvalidCPU, cpu))
-		return false
-	}
-	return q.modDelayedOn(cpu, dw, d)
+	return q.modDelayedOn("mod_delayed_work_on", cpu, dw, d)
 }
 
-func (q *Workqueue) modDelayedOn(cpu int, dw *DelayedWork, d time.Duration) bool {
-	if dw == nil || dw.fn == nil || !dw.timer.Ready() {
-		q.reportError("mod_delayed_work_on", "", ErrNoFunc)
+func (q *Workqueue) modDelayedOn(op string, cpu int, dw *DelayedWork, d time.Duration) bool {
+	if q == nil {
+		reportNilQueue(op)
 		return false
 	}
-	if q.destroyed.Load() {
-		q.reportDestroyed(&dw.Work)
-		return false
+	if err := q.checkDelayed(cpu, dw); err != nil {
+		return q.result(op, workOf(dw), err)
+	}
+	// The lifecycle and the other queue are checked before the grab,
+	// which changes dw (admit.go).
+	if err := q.checkOpen(admitNew); err != nil {
+		return q.result(op, &dw.Work, err)
 	}
 	if dw.runsElsewhere(q) {
-		q.reportOtherQueue("mod_delayed_work_on", &dw.Work)
+		q.reportError(op, dw.Func(), q.otherQueueErr(&dw.Work))
 		return false // one instance at a time (instances.go)
 	}
-	r := dw.grab()
+	// From the grab to the requeue, dw's instance is in transit to q:
+	// counted as firing, so that Destroy's closeTimers, which comes
+	// before its drain, waits for it. Once Destroy has closed the timers
+	// only q's own items get here (checkOpen), and Destroy's drain waits
+	// for the caller itself.
+	if q.enterTransit() {
+		defer q.timerDone()
+	} else if !q.isChained() {
+		return q.result(op, &dw.Work, errDestroying) // Destroy began after checkOpen
+	}
+	r, from := dw.grabFrom()
 	switch r {
 	case grabHeld:
 		return true
 	case grabSelf:
-		q.reportError("mod_delayed_work_on", dw.Func(), ErrDeadlock)
+		q.reportError(op, dw.Func(), ErrDeadlock)
 		return false
 	}
 	was := r == grabPending
-	if !was {
-		if err := q.refuseElsewhere(&dw.Work); err != nil {
-			q.reportError("mod_delayed_work_on", dw.Func(), err)
-			return false // started on another queue since the check above
-		}
-	}
+	k := admitNew
 	if was {
 		// The instance goes on, re-armed, outside every key (as grab
 		// does for a chained one): if it was its key's active instance,
 		// the key moves on now instead of waiting for the timer.
 		dw.keyedDone(seqOf(dw.state.Load()), true)
+		if from == q {
+			k = admitBack // admitted on q before: not a new instance
+		}
 	}
 	if dw.Disabled() {
 		dw.markCancelled()
 		dw.release()
 		return was
 	}
-	if was && d <= 0 {
-		// A pending instance queued again at once is not a new one:
-		// MaxPending does not refuse it.
-		_ = q.admit(&dw.Work, true)
-	}
-	dw.arm(q, cpu, d)
+	dw.arm(q, cpu, d, k)
 	return was
 }

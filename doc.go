@@ -76,9 +76,18 @@
 // futex_wake. The kernel then schedules the worker at its own policy: a
 // SCHED_FIFO worker preempts the ordinary load at once. A Go channel, mutex
 // or sync.Cond would instead hand the wake-up to an ordinary SCHED_OTHER
-// thread first (see docs/design.md). Each RT worker also raises GOMAXPROCS
+// thread first (see docs/design.md). Each RT pool also raises GOMAXPROCS
 // by one while it lives, so that it finds an idle P when it returns from
-// the futex.
+// the futex, and gowq's own goroutines leave that P free: while any P is
+// reserved, the items of goroutine-backed (default) queues run on at
+// most GOMAXPROCS less the reserved Ps at once. Items blocked outside Go
+// hold no P: when eight samples 0.5 ms apart see a P beyond the reserved
+// ones unused, the bound is lifted for 10 ms, and an item refused for
+// 10 ms while no slot was given back starts anyway (one per 10 ms); an
+// RT worker may wait for a P for up to those bounds. What gowq cannot
+// keep off the reserved P is the program's own goroutines: while they
+// keep every P busy, an RT worker waits for a P in the Go runtime's run
+// queue (Stats().PWait; the first wait over 1 ms is logged once).
 //
 // The way back is a goroutine's: a goroutine readied by a work function (a
 // channel send, a sync primitive) or released by the item's completion (a
@@ -173,7 +182,18 @@
 //     (RLIMIT_NPROC, pids.max, kernel.threads-max and pid_max) before each
 //     creation and refuses, with ErrThreadLimit, within a margin of them.
 //     A MemReclaim queue's rescuer is started by Alloc, so a rescue never
-//     needs a new thread.
+//     needs a new thread. Goroutine-backed queues start no thread, but the
+//     runtime creates one for each of their items blocked in a system
+//     call: their items in flight stay within the gate's headroom (items
+//     in a system call hold their thread already; while items blocked in
+//     Go hold none and the runtime's thread count does not grow, one more
+//     starts per 0.5 ms), and a MemReclaim queue whose items wait there
+//     for 10 ms is run by its rescuer. The promise ends at threads the
+//     program's own goroutines create, at a limit set or tightened after
+//     a reading that found room (the limits are read at most once a
+//     second while none binds), and at an item that waits in Go over
+//     0.5 ms and then enters a blocking system call within the gate's
+//     margin.
 //   - Every wait returns: no call on an item waits for a thread that waits
 //     for the caller. While CancelSync or DisableSync waits for a running
 //     instance it holds the item: Queue returns false, ModDelayed returns
@@ -196,15 +216,19 @@
 //     keeps its items pending until it can: Flush waits, FlushContext and
 //     DrainContext time out.
 //   - Bounded backlog and bounded shutdown (gowq extensions): WithMaxPending(n)
-//     bounds the items waiting on a queue (queued and not started, keyed
-//     chains included; armed delayed items count once their timer queues
-//     them); past it queue calls return false with ErrQueueFull, and
-//     QueueContext waits for room. DestroyContext and DrainContext bound
-//     the caller's wait, never what the queue accepts: past the deadline
-//     the queue keeps refusing work and finishes its drain on its own.
+//     bounds the items waiting on a queue beyond max_active: a queue of
+//     max_active m holds at most m+n items, each counted from the call
+//     that queues it until its function returns (keyed chains included;
+//     armed delayed items count once their timer queues them); past it
+//     the calls without a context return false or ErrQueueFull, and
+//     QueueContext, GoContext, Submit and Group.Go wait for room.
+//     DestroyContext and DrainContext bound the caller's wait, never what
+//     the queue accepts: past the deadline the queue keeps refusing work
+//     and finishes its drain on its own.
 //     CancelPending drops the backlog and leaves running items alone.
 //     Stats().Pending is the backlog; the metrics package exports it as
-//     client-go's workqueue_depth.
+//     gowq_workqueue_depth, and as client-go's workqueue_depth{name} with
+//     metrics.Options{ClientGo: true}.
 //   - Logging: what gowq logs (the default handlers, the watchdog,
 //     warnings) goes to SetLogger's logger, or a queue's own (WithLogger),
 //     with the attribute workqueue=<name>; slog.Default() otherwise.

@@ -16,12 +16,24 @@ import (
 // takes; see FlushContext. Called from one of q's own items it would wait
 // for itself: it returns at once and reports ErrDeadlock to the error
 // handler. Mirrors flush_workqueue().
-func (q *Workqueue) Flush() { _ = q.FlushContext(context.Background()) }
+func (q *Workqueue) Flush() {
+	if q == nil {
+		reportNilQueue("flush_workqueue")
+		return
+	}
+	_ = q.FlushContext(context.Background())
+}
 
 // FlushContext is Flush bounded by ctx: nil once flushed, ctx.Err() if ctx
 // ends first (the items keep running), ErrDeadlock from one of q's own
-// items.
+// items, an error matching ErrInvalidArgument for a nil q or ctx.
 func (q *Workqueue) FlushContext(ctx context.Context) error {
+	if q == nil {
+		return errNilQueue
+	}
+	if ctx == nil {
+		return errNilContext
+	}
 	if q.isChained() {
 		// An item waiting for its own color to drain would wait forever.
 		q.reportError("flush_workqueue", q.name, ErrDeadlock)
@@ -105,11 +117,18 @@ func (q *Workqueue) inFlight() int {
 // drains only items running on the queue may queue onto it (chained work);
 // other queue attempts return false and report ErrDraining. Mirrors
 // drain_workqueue().
-func (q *Workqueue) Drain() { _ = q.DrainContext(context.Background()) }
+func (q *Workqueue) Drain() {
+	if q == nil {
+		reportNilQueue("drain_workqueue")
+		return
+	}
+	_ = q.DrainContext(context.Background())
+}
 
 // DrainContext is Drain bounded by ctx: nil once the queue is empty,
-// ErrDeadlock from one of q's own items, and ctx.Err() when ctx ends
-// first. In that case the drain goes on in the background (on a goroutine
+// ErrDeadlock from one of q's own items, an error matching
+// ErrInvalidArgument for a nil q or ctx (nothing begins), and ctx.Err()
+// when ctx ends first. In that case the drain goes on in the background (on a goroutine
 // of its own) and the queue stays in draining mode until it completes:
 // meanwhile queue calls from outside q's own items keep returning false
 // with ErrDraining (reported once per drain), exactly as during the wait.
@@ -117,12 +136,17 @@ func (q *Workqueue) Drain() { _ = q.DrainContext(context.Background()) }
 // as usual. So a deadline bounds the caller's wait, never what the queue
 // accepts.
 func (q *Workqueue) DrainContext(ctx context.Context) error {
+	if q == nil {
+		return errNilQueue
+	}
+	if ctx == nil {
+		return errNilContext
+	}
 	if q.isChained() {
 		q.reportError("drain_workqueue", q.name, ErrDeadlock)
 		return ErrDeadlock
 	}
-	q.drainReported.Store(false)
-	q.draining.Add(1)
+	q.beginDrain()
 	q.wakeRoom() // QueueContext waiters see ErrDraining
 	if err := q.drainLoop(ctx); err != nil {
 		// The queue keeps refusing until the drain completes: one that
@@ -130,17 +154,8 @@ func (q *Workqueue) DrainContext(ctx context.Context) error {
 		go q.drainOn()
 		return err
 	}
-	q.draining.Add(-1)
+	q.endDrain()
 	return nil
-}
-
-// reportDraining reports a queue attempt refused because the queue
-// drains: the first of each drain, as the kernel's WARN_ON_ONCE would
-// (the later ones return false just the same).
-func (q *Workqueue) reportDraining(op string, w *Work) {
-	if q.drainReported.CompareAndSwap(false, true) {
-		q.reportError(op, w.Func(), fmt.Errorf("%w: %s (reported once per drain; later refusals are not reported)", ErrDraining, q.name))
-	}
 }
 
 func (q *Workqueue) drainLoop(ctx context.Context) error {
@@ -171,7 +186,13 @@ func (q *Workqueue) drainLoop(ctx context.Context) error {
 // deadlock: it reports ErrDeadlock and returns without destroying. A second
 // Destroy waits for the first. It blocks until the queue is drained.
 // See DestroyContext to bound the wait. Mirrors destroy_workqueue().
-func (q *Workqueue) Destroy() { _ = q.DestroyContext(context.Background()) }
+func (q *Workqueue) Destroy() {
+	if q == nil {
+		reportNilQueue("destroy_workqueue")
+		return
+	}
+	_ = q.DestroyContext(context.Background())
+}
 
 // destroyRest is Destroy after destroyBegin (shutdown.go): it cancels the
 // armed items, drains the queue and releases its pools. It runs once, on
@@ -189,7 +210,7 @@ func (q *Workqueue) destroyRest() {
 			break
 		}
 	}
-	q.destroyed.Store(true)
+	q.life.update(func(s lifeWord) lifeWord { return s | lifeDestroyed })
 	q.wakeRoom() // QueueContext waiters see ErrDestroyed
 	unregisterQueue(q)
 	if q.rescuer != nil {

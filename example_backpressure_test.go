@@ -9,9 +9,10 @@ import (
 	"github.com/gowq/wq"
 )
 
-// A queue bounded to 2 waiting items: while one item runs and two wait,
-// Queue refuses the next with ErrQueueFull (to the error handler), and
-// QueueContext waits for room instead.
+// A queue of max_active 1 bounded to 2 waiting items holds 1+2: while one
+// item runs and two wait, Queue refuses the next with ErrQueueFull (to the
+// error handler), and QueueContext waits for room instead (so do
+// GoContext, Submit and Group.Go).
 func ExampleWithMaxPending() {
 	q, err := wq.Alloc("uploads", wq.Unbound, 1, wq.WithMaxPending(2),
 		wq.WithErrorHandler(func(op, fn string, err error) {
@@ -25,13 +26,13 @@ func ExampleWithMaxPending() {
 
 	started, release := make(chan struct{}), make(chan struct{})
 	q.Queue(wq.NewWork(func() { close(started); <-release }))
-	<-started // running: it no longer counts as waiting
+	<-started // running: it holds the max_active place
 
 	fmt.Println(q.Queue(wq.NewWork(func() {})), q.Queue(wq.NewWork(func() {})))
 	fmt.Println(q.Queue(wq.NewWork(func() {}))) // a third would wait: refused
 	fmt.Println("pending:", q.Stats().Pending)
 
-	// QueueContext waits until an item starts (or ctx ends).
+	// QueueContext waits until an item returns (or ctx ends).
 	go func() { time.Sleep(10 * time.Millisecond); close(release) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

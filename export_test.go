@@ -85,7 +85,7 @@ func (q *Workqueue) DumpState() string {
 	for _, pq := range pwqs {
 		p := pq.pool
 		p.mu.Lock()
-		s += fmt.Sprintf("%v inflight %v color %d waiting %v worklist %d inactive %d workers %d idle %d nrRunning %d lim %d/%d inact %d draining %d\n", p, pq.nrInFlight, pq.color, pq.flushWaiting, p.worklist.len(), pq.inactive.len(), len(p.workers), len(p.idle), p.nrRunning, pq.lim.nrActive.Load(), pq.lim.max.Load(), pq.lim.nrInactive.Load(), q.draining.Load())
+		s += fmt.Sprintf("%v inflight %v color %d waiting %v worklist %d inactive %d workers %d idle %d nrRunning %d lim %d/%d inact %d draining %d\n", p, pq.nrInFlight, pq.color, pq.flushWaiting, p.worklist.len(), pq.inactive.len(), len(p.workers), len(p.idle), p.nrRunning, pq.lim.nrActive.Load(), pq.lim.max.Load(), pq.lim.nrInactive.Load(), q.life.load().drains())
 		p.mu.Unlock()
 	}
 	return s
@@ -156,6 +156,14 @@ func EscapeTarget(cpu int) []int { return escapeTarget(currentTopology(), cpu).L
 
 // PendingCount returns q's MaxPending count (backpressure.go), for tests.
 func (q *Workqueue) PendingCount() int64 { return q.bp.n.Load() }
+
+// SetBeforeRoomWait sets the hook queueWait calls just before it
+// registers as a waiter for room (nil: none), and returns the function
+// that removes it.
+func SetBeforeRoomWait(h func(q *Workqueue)) (undo func()) {
+	beforeRoomWait.Store(&h)
+	return func() { beforeRoomWait.Store(nil) }
+}
 
 // RoomWaiters returns the number of QueueContext calls waiting for room.
 func (q *Workqueue) RoomWaiters() int { return int(q.bp.waiters.Load()) }
@@ -238,3 +246,22 @@ func SetSetupHook(q *Workqueue, cpu int, h func()) (restore func()) {
 // the worker's goroutine off its thread (moveOffThread) and reports
 // whether it moved.
 func MoveOffThread() bool { return moveOffThread() }
+
+// SetGoSlotsOff switches the goroutine items' slots off (true) or on
+// (goadmit.go; tests: the rule disabled).
+func SetGoSlotsOff(off bool) { setGoSlotsOff(off) }
+
+// Life returns q's lifecycle state: "live", "draining", "destroying" or
+// "destroyed" (admit.go).
+func (q *Workqueue) Life() string {
+	s := q.life.load()
+	switch {
+	case s.destroyed():
+		return "destroyed"
+	case s.destroying():
+		return "destroying"
+	case s.drains() > 0:
+		return "draining"
+	}
+	return "live"
+}

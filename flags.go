@@ -45,6 +45,11 @@ const (
 	// WQ_SCHED_FIFO / WQ_RT. RT|PerCPU gets a third standard pool per CPU
 	// (worker names end in "F"); RT|Unbound gets the "cpu" affinity scope
 	// with strict affinity. RT|HighPri is rejected with ErrInvalidFlags.
+	// Each RT pool reserves one P (GOMAXPROCS + 1) while it lives, and the
+	// items of default (goroutine-backed) queues leave it free, within the
+	// bounds doc.go states ("Wake path"); the program's own goroutines
+	// are not held back, and while they keep every P busy a woken RT
+	// worker waits for a P (Stats().PWait).
 	RT
 
 	flagOrdered // __WQ_ORDERED, set by AllocOrdered only
@@ -113,8 +118,9 @@ var (
 	ErrDestroyed = errors.New("wq: workqueue destroyed")
 	// ErrDraining: a queue attempt from outside the queue while it drains.
 	ErrDraining = errors.New("wq: workqueue is draining")
-	// ErrQueueFull: a queue call on a queue whose MaxPending bound is
-	// reached; the call returns false (QueueContext waits instead) and the
+	// ErrQueueFull: a queue call on a queue that holds max_active +
+	// MaxPending items; the call returns false (Go, QueueErr: this error;
+	// QueueContext, GoContext, Submit and Group.Go wait instead) and the
 	// Work is left as it was.
 	ErrQueueFull = errors.New("wq: workqueue is full (MaxPending)")
 	// ErrKeyConflict: QueueKeyed of a Work whose keyed instance is still in

@@ -21,37 +21,45 @@ type Future[T any] struct {
 // region of ctx's trace task under an execution trace, and even if ctx
 // ends before it starts (fn sees ctx and decides).
 //
+// On a queue full under MaxPending, Submit waits for room until ctx is
+// done, as GoContext does (pond's Submit on a pool with WithQueueSize).
 // When the call is refused, the returned Future is already done with the
-// reason, and fn never runs: ctx.Err() when ctx is already done, an error
-// matching ErrInvalidArgument for a nil q or ctx, ErrNoFunc for a nil fn,
-// and the queue's refusals as Go returns them (ErrDestroyed, ErrDraining,
-// ErrQueueFull, ...). A function that CancelPending dropped before it
-// started leaves the Future done with ErrCancelled. A panic in fn is recovered on the worker, which
+// reason, and fn never runs, in this order: an error matching
+// ErrInvalidArgument for a nil q or ctx, ErrDestroyed, ErrNoFunc for a
+// nil fn ("wq: Submit: nil function"), ctx.Err() when ctx is already
+// done or ends while Submit waits for room, and the queue's other
+// refusals as Go returns them (ErrDraining, ...; never ErrQueueFull). A
+// function that CancelPending dropped before it started leaves the Future
+// done with ErrCancelled. A panic in fn is recovered on the worker, which
 // goes on serving, and the Future's error is a *PanicError; a
 // runtime.Goexit in fn gives an error matching ErrWorkerExit. Panics of
 // futures count in the queue's Stats().Panics but do not go to its panic
 // handler.
 //
-// Submit never blocks. It allocates the Future and its done channel, and
-// nothing else beyond the caller's closure. Safe from any goroutine. The
-// kernel has no counterpart.
+// Submit blocks only while the queue is full (see GoContext for the
+// rules of that wait); on an unbounded queue it never blocks. It allocates
+// the Future and its done channel, and nothing else beyond the caller's
+// closure unless it waits. Safe from any goroutine. The kernel has no
+// counterpart.
 func Submit[T any](q *Workqueue, ctx context.Context, fn func(context.Context) (T, error)) *Future[T] {
 	f := &Future[T]{done: make(chan struct{})}
 	var zero T
 	switch {
 	case q == nil:
-		f.finish(zero, fmt.Errorf("%w: nil *Workqueue", ErrInvalidArgument))
+		f.finish(zero, errNilQueue)
 	case ctx == nil:
 		f.finish(zero, errNilContext)
+	case q.checkDestroyed() != nil:
+		f.finish(zero, ErrDestroyed)
 	case fn == nil:
-		f.finish(zero, ErrNoFunc)
+		f.finish(zero, errNoFuncSubmit)
 	case ctx.Err() != nil:
 		f.finish(zero, ctx.Err())
 	default:
 		f.fn = fn
 		it := getGoItem()
 		it.task, it.ctx = f, ctx
-		if err := q.goQueue(it); err != nil {
+		if err := q.goQueueWait(ctx, it); err != nil {
 			f.finish(zero, err)
 		}
 	}
@@ -62,7 +70,9 @@ func Submit[T any](q *Workqueue, ctx context.Context, fn func(context.Context) (
 // comes first. It returns the function's value and error (a *PanicError
 // if it panicked, the refusal if Submit was refused), or the zero T and
 // ctx.Err() when ctx ends first; the function is not affected and the
-// Future can be waited for again. A nil ctx waits without bound. Called
+// Future can be waited for again. A nil ctx returns the zero T and an
+// error matching ErrInvalidArgument (use context.Background() for no
+// bound). Called
 // from inside the future's own function it would wait for itself: it
 // returns an error matching ErrDeadlock at once, also when the function
 // unlocked the worker's goroutine from its thread and it moved. As with
@@ -70,6 +80,10 @@ func Submit[T any](q *Workqueue, ctx context.Context, fn func(context.Context) (
 // max_active 1) for a function queued after it on the same queue is a
 // deadlock that is not detected; ctx bounds it.
 func (f *Future[T]) Wait(ctx context.Context) (T, error) {
+	if ctx == nil {
+		var zero T
+		return zero, errNilContext
+	}
 	select {
 	case <-f.done:
 		return f.val, f.err
@@ -79,14 +93,10 @@ func (f *Future[T]) Wait(ctx context.Context) (T, error) {
 	if f.inOwnFunction() {
 		return zero, fmt.Errorf("wq: Future.Wait from inside the future's own function: %w", ErrDeadlock)
 	}
-	var ctxDone <-chan struct{}
-	if ctx != nil {
-		ctxDone = ctx.Done()
-	}
 	select {
 	case <-f.done:
 		return f.val, f.err
-	case <-ctxDone:
+	case <-ctx.Done():
 		return zero, ctx.Err()
 	}
 }
@@ -101,7 +111,7 @@ func (f *Future[T]) finish(v T, err error) {
 }
 
 // runTask runs the function on its worker (goItem.run).
-func (f *Future[T]) runTask(ctx context.Context) {
+func (f *Future[T]) runTask(ctx context.Context, it *goItem) {
 	var (
 		v        T
 		err      error
@@ -116,6 +126,7 @@ func (f *Future[T]) runTask(ctx context.Context) {
 				err = errGoexit
 			}
 		}
+		it.leaveCount() // room on the queue before Wait can return
 		f.finish(v, err)
 	}()
 	v, err = fn(ctx)

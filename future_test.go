@@ -41,7 +41,7 @@ func TestSubmitWaitBoundedByCtx(t *testing.T) {
 		t.Errorf("Wait(expiring ctx) = %v, %v; want 0, DeadlineExceeded", v, err)
 	}
 	close(release)
-	if v, err := f.Wait(nil); v != 1 || err != nil { //nolint:staticcheck // nil: no bound, as documented
+	if v, err := f.Wait(context.Background()); v != 1 || err != nil {
 		t.Errorf("Wait after release = %v, %v; want 1, nil", v, err)
 	}
 }
@@ -172,7 +172,7 @@ func TestFutureWaitFromOwnFunctionAfterThreadMove(t *testing.T) {
 				m := wq.MoveOffThread()
 				moved <- m
 				if m {
-					_, err := f.Wait(nil)
+					_, err := f.Wait(context.Background())
 					res <- err
 				}
 				return 1, nil

@@ -19,11 +19,12 @@ import (
 // Group (group.go) and Submit (future.go) on top of them.
 //
 // Every queue path returns its reason as an error from one place
-// (queueOnErr, queuePendedErr): nil when it queued the item, errPending
-// when the item was already pending (the kernel's dedup, not a refusal),
-// otherwise the refusal, with the item's PENDING released. The bool calls
-// turn that into a report (queueResult); the error calls return it as it
-// is, so that a refusal added to the queue path reaches them unchanged.
+// (queueOnErr, queuePendedErr; the checks are admit.go's): nil when it
+// queued the item, errPending when the item was already pending (the
+// kernel's dedup, not a refusal), otherwise the refusal, with the item's
+// PENDING released. The bool calls turn that into a report (result); the
+// error calls return it as it is, so that a refusal added to the queue
+// path reaches them unchanged.
 //
 // A closure needs a Work to travel in. Go takes one from a free list (a
 // sync.Pool of goItems, each a Work and the fields of one call), so that
@@ -86,53 +87,30 @@ func (w *Work) pend() error {
 	}
 }
 
-// queueResult turns the queue path's answer into the bool of the kernel-style
-// calls: true when queued; false otherwise, with a refusal reported to
-// q's error handler (ErrDestroyed once per queue, ErrDraining once per
-// drain, a pending or disabled item not at all).
-func (q *Workqueue) queueResult(op string, w *Work, err error) bool {
-	if err == nil {
-		return true
-	}
-	q.reportRefusal(op, w, err)
-	return false
-}
-
-func (q *Workqueue) reportRefusal(op string, w *Work, err error) {
-	switch err {
-	case errPending, ErrDisabled:
-	case ErrDestroyed:
-		q.reportDestroyed(w)
-	case ErrDraining, errDestroying:
-		q.reportDraining(op, w)
-	case ErrNoFunc:
-		q.reportError(op, "", err)
-	case ErrQueueFull:
-		q.reportRefused(op, w, err) // once until the count falls (backpressure.go)
-	default:
-		q.reportError(op, w.Func(), err)
-	}
-}
-
 // QueueErr is Queue with the reason. It returns (true, nil) when it
 // queued w, and (false, nil) when w was already pending: that is the
 // kernel's dedup, not an error, and the pending instance will run. Every
-// refusal returns false and a non-nil error, matched with errors.Is:
+// refusal returns false and a non-nil error, matched with errors.Is, in
+// this order (the first that applies):
+//   - ErrInvalidArgument: q is nil;
+//   - ErrDestroyed: q was destroyed, whatever w is;
 //   - ErrNoFunc: w is nil or has no function (not initialised with Init);
 //   - ErrDisabled: w is disabled (Disable), or a CancelSync or DisableSync
 //     holds it (Queue returns false for it without a report);
-//   - ErrDestroyed: q was destroyed, or Destroy is draining it (that
-//     error matches ErrDraining too);
 //   - ErrDraining: q drains (Drain) and the caller is not one of q's own
-//     items;
-//   - any refusal of the queue path added later (ErrQueueFull with
-//     MaxPending), unchanged.
+//     items; while Destroy drains q, an error matching both ErrDraining
+//     and ErrDestroyed;
+//   - ErrOtherQueue: w runs now on another queue;
+//   - ErrQueueFull: q has MaxPending items waiting.
 //
 // A refused w is left idle, as it was. Unlike Queue, QueueErr reports
 // nothing to the error handler: the caller has the error. It never
 // blocks and makes no allocation. Safe from any goroutine. Mirrors
 // queue_work().
 func (q *Workqueue) QueueErr(w *Work) (queued bool, err error) {
+	if q == nil {
+		return false, errNilQueue
+	}
 	return queuedErr(q.queueOnErr(cpuUnbound, w, nil))
 }
 
@@ -140,6 +118,9 @@ func (q *Workqueue) QueueErr(w *Work) (queued bool, err error) {
 // that does not exist returns false and an error matching ErrInvalidCPU.
 // Mirrors queue_work_on().
 func (q *Workqueue) QueueOnErr(cpu int, w *Work) (queued bool, err error) {
+	if q == nil {
+		return false, errNilQueue
+	}
 	return queuedErr(q.queueOnChecked(cpu, w))
 }
 
@@ -159,14 +140,16 @@ func queuedErr(err error) (bool, error) {
 // caller: count with CancelPending's result, or use a Group or Submit,
 // whose Wait then returns ErrCancelled) or the process exits. It returns
 // an error, and
-// fn never runs, when q refuses it (errors.Is):
-//   - ErrNoFunc: fn is nil;
-//   - ErrDestroyed: q was destroyed, or Destroy is draining it (that
-//     error matches ErrDraining too);
+// fn never runs, when q refuses it (errors.Is), in this order:
+//   - ErrInvalidArgument: q is nil;
+//   - ErrDestroyed: q was destroyed, whatever fn is;
+//   - ErrNoFunc: fn is nil ("wq: Workqueue.Go: nil function");
 //   - ErrDraining: q drains (Drain) and the caller is not one of q's own
 //     items (an item of q may Go onto q while it drains, as chained work);
-//   - ErrQueueFull: q has MaxPending items waiting;
-//   - any other refusal of the queue path, unchanged.
+//     while Destroy drains q, an error matching both ErrDraining and
+//     ErrDestroyed;
+//   - ErrQueueFull: q holds max_active + MaxPending items (Go never
+//     waits for room: GoContext does).
 //
 // Refusals are returned, not reported to the error handler. Go never
 // blocks. It allocates nothing beyond the caller's closure: the Work that
@@ -181,47 +164,65 @@ func queuedErr(err error) (bool, error) {
 // The kernel has no closures; the nearest is queue_work() of a
 // work_struct allocated for one run.
 func (q *Workqueue) Go(fn func()) error {
-	if fn == nil {
-		return ErrNoFunc
+	if q == nil {
+		return errNilQueue
 	}
-	if q.destroyed.Load() {
-		return ErrDestroyed
+	if err := q.checkDestroyed(); err != nil {
+		return err
+	}
+	if fn == nil {
+		return errNoFuncGo
 	}
 	g := getGoItem()
 	g.gofn = fn
 	return q.goQueue(g)
 }
 
-// GoContext is Go for a function that takes a context: the worker runs
-// fn(ctx) with ctx's pprof labels (runtime/pprof.WithLabels) set on its
-// goroutine for the item's duration, so that CPU profiles charge the run
-// to the caller's labels, and removes them after (workers carry no labels
-// of their own). While a runtime/trace execution trace is running, the run
-// is a region of ctx's trace task named after fn, and wqtrace.RegionTracer
-// makes its execution task a child of ctx's task (wqtrace.Event.Context).
+// GoContext is Go for a function that takes a context, and a context
+// that bounds a wait for room: on a queue full under MaxPending it waits,
+// as QueueContext does, until an item of q frees its place or ctx is done,
+// instead of returning ErrQueueFull (pond's blocking Submit, ants'
+// blocking mode). The worker runs fn(ctx) with ctx's pprof labels
+// (runtime/pprof.WithLabels) set on its goroutine for the item's duration,
+// so that CPU profiles charge the run to the caller's labels, and removes
+// them after (workers carry no labels of their own). While a
+// runtime/trace execution trace is running, the run is a region of ctx's
+// trace task named after fn, and wqtrace.RegionTracer makes its execution
+// task a child of ctx's task (wqtrace.Event.Context).
 //
-// It returns ctx.Err() without queueing when ctx is already done, and an
-// error matching ErrInvalidArgument for a nil ctx; otherwise as Go. Once
+// It returns an error matching ErrInvalidArgument for a nil q or ctx,
+// then as Go (ErrDestroyed first, then ErrNoFunc for a nil fn), then
+// ctx.Err() without queueing when ctx is already done, then as Go,
+// ErrQueueFull aside: on a full queue it waits, and returns ctx.Err() if
+// ctx ends first (fn never runs). A Destroy or Drain that begins while
+// it waits wakes it with Go's refusal (ErrDestroyed, ErrDraining). Once
 // queued, fn runs even if ctx ends before it starts: fn sees ctx and
-// decides (a queued item is never dropped silently). Never blocks; no
-// allocation beyond the caller's closure (the labels and the region cost
-// nothing while no trace runs). Safe from any goroutine.
+// decides (a queued item is never dropped silently). It blocks only
+// while the queue is full; on an unbounded queue it never blocks. Called
+// from one of q's own items on a full queue, it waits for another item
+// to end: with max_active 1 that is a deadlock that ctx must bound. No
+// allocation beyond the caller's closure, unless it waits (the labels
+// and the region cost nothing while no trace runs). Safe from any
+// goroutine.
 func (q *Workqueue) GoContext(ctx context.Context, fn func(context.Context)) error {
-	if fn == nil {
-		return ErrNoFunc
+	if q == nil {
+		return errNilQueue
 	}
 	if ctx == nil {
 		return errNilContext
 	}
+	if err := q.checkDestroyed(); err != nil {
+		return err
+	}
+	if fn == nil {
+		return errNoFuncGoContext
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if q.destroyed.Load() {
-		return ErrDestroyed
-	}
 	g := getGoItem()
 	g.cfn, g.ctx = fn, ctx
-	return q.goQueue(g)
+	return q.goQueueWait(ctx, g)
 }
 
 // goItem is the Work of one Go, GoContext, Group.Go or Submit call, from
@@ -242,7 +243,7 @@ type goItem struct {
 
 // goTask is what Submit queues: a Future of some T.
 type goTask interface {
-	runTask(ctx context.Context)
+	runTask(ctx context.Context, it *goItem)
 	cancelTask(err error) // done with err, never run
 	taskFunc() any        // the user's function, for Work.Func
 }
@@ -266,6 +267,16 @@ func goItemOf(w *Work) *goItem { return (*goItem)(unsafe.Pointer(w)) }
 // refusal.
 func (q *Workqueue) goQueue(g *goItem) error {
 	err := q.queueOnErr(cpuUnbound, &g.Work, nil)
+	if err != nil {
+		g.recycle() // refused: idle, never linked
+	}
+	return err
+}
+
+// goQueueWait is goQueue that waits for room while q is full, until ctx
+// is done (queueWait).
+func (q *Workqueue) goQueueWait(ctx context.Context, g *goItem) error {
+	err := q.queueWait(ctx, &g.Work)
 	if err != nil {
 		g.recycle() // refused: idle, never linked
 	}
@@ -309,9 +320,19 @@ func (g *goItem) run() {
 	case g.cfn != nil:
 		g.cfn(ctx)
 	case g.efn != nil:
-		g.grp.run(ctx, g.efn)
+		g.grp.run(ctx, g.efn, g)
 	default:
-		g.task.runTask(ctx)
+		g.task.runTask(ctx, g)
+	}
+}
+
+// leaveCount takes g's instance out of its queue's MaxPending count
+// (worker.leaveCount), for a Group's or a Future's function that has
+// returned, before its end is reported to Wait. On g's worker's
+// goroutine, inside g's run.
+func (g *goItem) leaveCount() {
+	if wk := g.runner.Load(); wk != nil {
+		wk.leaveCount()
 	}
 }
 

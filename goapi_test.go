@@ -663,7 +663,7 @@ func TestGoFlushDrainStorm(t *testing.T) {
 					t.Errorf("Group.Wait = %v", err)
 					return
 				}
-				if _, err := f.Wait(nil); err != nil && !errors.Is(err, wq.ErrDraining) {
+				if _, err := f.Wait(context.Background()); err != nil && !errors.Is(err, wq.ErrDraining) {
 					t.Errorf("Future.Wait = %v", err)
 					return
 				}

@@ -118,6 +118,7 @@ func (p *pool) startGoWorker(wk *worker) {
 	wk.gch = make(chan struct{}, 1)
 	wk.gch <- struct{}{} // the token: its first park returns at once
 	nGoWorkers.Add(1)
+	goThreadsStale()
 	go wk.gmain()
 }
 

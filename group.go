@@ -53,7 +53,12 @@ func (q *Workqueue) NewGroup(ctx context.Context) (*Group, context.Context) {
 
 // Go queues fn(ctx) on the group's workqueue, ctx being the context
 // NewGroup returned. It blocks while the group's limit is reached (see
-// SetLimit), and otherwise never blocks.
+// SetLimit), then, on a queue full under MaxPending, while the queue has
+// no room, until the group's context is done (as GoContext waits with
+// its ctx); otherwise it never blocks. A Go whose wait ends with the
+// context counts as fn returning ctx.Err(), and fn never runs; with a
+// cancelled context and room on the queue, fn is queued (errgroup's
+// rule, below).
 //
 // The first call of the group's functions to return a non-nil error
 // cancels the group's context; Wait returns that error. A panic in fn is
@@ -61,8 +66,10 @@ func (q *Workqueue) NewGroup(ctx context.Context) (*Group, context.Context) {
 // returning a *PanicError (the value and the stack; errors.As). A
 // runtime.Goexit in fn counts as fn returning an error matching
 // ErrWorkerExit. A Go that the queue refuses (ErrDestroyed, ErrDraining,
-// ErrQueueFull, ...) counts as fn returning that error, and fn never
-// runs; so does a nil fn, with ErrNoFunc, and a function that
+// ...; a Destroy or Drain that begins while it waits for room refuses it
+// too) counts as fn returning that error, and fn never
+// runs; so does a nil fn, with ErrNoFunc ("wq: Group.Go: nil function";
+// ErrDestroyed first on a destroyed queue), and a function that
 // CancelPending dropped before it started, with ErrCancelled, as does one
 // whose Go call ended inside the tracer's queue_work (runtime.Goexit),
 // before fn was linked. Group panics count in the
@@ -75,10 +82,12 @@ func (q *Workqueue) NewGroup(ctx context.Context) (*Group, context.Context) {
 // GoContext). Go from inside one of the group's functions is allowed and
 // does not wait for the caller, unless the limit is reached: then it waits
 // for another of the group's functions to return, and waits forever when
-// the caller holds the last slot, as errgroup's does.
+// the caller holds the last slot, as errgroup's does. The same holds for
+// a full queue: the wait for room ends when another item of the queue
+// ends, or with the group's context.
 //
 // Allocation: none beyond the caller's closure (the item comes from Go's
-// free list).
+// free list), unless it waits for room.
 func (g *Group) Go(fn func(ctx context.Context) error) {
 	if g.q == nil {
 		g.setErr(errZeroGroup)
@@ -177,20 +186,24 @@ func (g *Group) Wait() error {
 // error.
 func (g *Group) start(fn func(ctx context.Context) error) {
 	g.wg.Add(1)
+	if err := g.q.checkDestroyed(); err != nil {
+		g.done(err) // ErrDestroyed first, whatever fn is
+		return
+	}
 	if fn == nil {
-		g.done(ErrNoFunc)
+		g.done(errNoFuncGroup)
 		return
 	}
 	it := getGoItem()
 	it.efn, it.grp, it.ctx = fn, g, g.ctx
-	if err := g.q.goQueue(it); err != nil {
+	if err := g.q.goQueueWait(g.ctx, it); err != nil {
 		g.done(err)
 	}
 }
 
 // run is the body of one of the group's items, on its worker: fn's error,
 // a recovered panic or a Goexit ends the function for the group.
-func (g *Group) run(ctx context.Context, fn func(context.Context) error) {
+func (g *Group) run(ctx context.Context, fn func(context.Context) error, it *goItem) {
 	var err error
 	returned := false
 	defer func() {
@@ -201,6 +214,7 @@ func (g *Group) run(ctx context.Context, fn func(context.Context) error) {
 				err = errGoexit
 			}
 		}
+		it.leaveCount() // room on the queue before Wait can return
 		g.done(err)
 	}()
 	err = fn(ctx)

@@ -49,7 +49,7 @@ package wq
 // caller.
 func (q *Workqueue) tryPush(reqCPU int, pq *pwq, w *Work) (handled bool) {
 	p := pq.pool
-	if p.scanners.Load() == 0 || q.ordered || tracer.Load() != nil || q.draining.Load() != 0 ||
+	if p.scanners.Load() == 0 || q.ordered || tracer.Load() != nil || q.life.load().refusing() ||
 		q.escapeAfter.Load() != 0 {
 		// escape_after: the escaper watches only activated items (the
 		// worklist of pools that escNotify marked), and a scanner may be

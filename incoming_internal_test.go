@@ -36,7 +36,7 @@ func TestPushBouncedByDeadPwq(t *testing.T) {
 	pq.setDead(false)
 	p.mu.Unlock()
 	undo()
-	if !q.queuePended(cpuUnbound, w) {
+	if !q.queuePendedFrom(cpuUnbound, w, admitNew) {
 		t.Fatal("locked queue of the bounced item failed")
 	}
 	waitRan(t, ran, "the bounced item never ran")

@@ -16,7 +16,7 @@ import "fmt"
 // (ErrOtherWorker). docs/decisions.md gives the alternatives.
 //
 // The check is one atomic load of the item's runner where the item is
-// queued (queuePendedFrom, arm, QueueKeyed, ModDelayed): the caller owns
+// queued (admitPended, admit.go; ModDelayed before its grab): the caller owns
 // PENDING by then, so no instance can start anywhere else meanwhile, and
 // a running instance has its runner set before it cleared PENDING.
 
@@ -56,9 +56,4 @@ func (q *Workqueue) otherQueueErr(w *Work) error {
 		}
 	}
 	return fmt.Errorf("%w: queueing on %s while it runs on %s (flush it first)", ErrOtherQueue, q.name, other)
-}
-
-// reportOtherQueue reports ErrOtherQueue for w (otherQueueErr).
-func (q *Workqueue) reportOtherQueue(op string, w *Work) {
-	q.reportError(op, w.Func(), q.otherQueueErr(w))
 }

@@ -126,21 +126,15 @@ func Key(s string) uint64 { return maphash.String(keySeed, s) }
 // for a map lookup). Safe from any goroutine.
 func (q *Workqueue) QueueKeyed(key uint64, w *Work) bool {
 	const op = "queue_work_keyed"
+	if q == nil {
+		reportNilQueue(op)
+		return false
+	}
+	if err := q.checkDestroyed(); err != nil {
+		return q.result(op, w, err)
+	}
 	if w == nil || w.fn == nil {
-		q.reportError(op, "", ErrNoFunc)
-		return false
-	}
-	if q.destroyed.Load() {
-		q.reportDestroyed(w)
-		return false
-	}
-	if q.draining.Load() != 0 && !q.isChained() {
-		if q.destroyed.Load() {
-			q.reportDestroyed(w)
-		} else {
-			q.reportDraining(op, w)
-		}
-		return false
+		return q.result(op, w, ErrNoFunc)
 	}
 	if !w.tryPend() {
 		// Pending (or disabled, or held): dedup, as Queue. A keyed
@@ -150,15 +144,8 @@ func (q *Workqueue) QueueKeyed(key uint64, w *Work) bool {
 		}
 		return false
 	}
-	if err := q.refuseElsewhere(w); err != nil {
-		q.reportError(op, w.Func(), err)
-		return false // one instance at a time (instances.go)
-	}
-	if err := q.admit(w, false); err != nil { // MaxPending (backpressure.go)
-		w.markCancelled()
-		w.release()
-		q.reportRefused(op, w, err)
-		return false
+	if err := q.admitPended(w, admitNew); err != nil {
+		return q.result(op, w, err) // lifecycle, other queue, MaxPending (admit.go)
 	}
 	seq := seqOf(w.state.Load()) // stable: we own PENDING
 	sh := q.keyTable().shard(key)
@@ -199,9 +186,10 @@ func (q *Workqueue) QueueKeyed(key uint64, w *Work) bool {
 	ks.active, ks.activeSeq, ks.activeColor = w, seq, sh.color
 	w.kst.Store(ks)
 	sh.mu.Unlock()
-	// If q refuses w now (destroyed meanwhile), markCancelled ends the
+	// Admitted above: queued as an instance that comes back (admit.go).
+	// If q refuses it now (destroyed meanwhile), markCancelled ends the
 	// instance and keyedDone releases the key.
-	return q.queuePended(cpuUnbound, w)
+	return q.queuePendedFrom(cpuUnbound, w, admitBack)
 }
 
 // keyTable returns q's key table, creating it on first use.
@@ -391,7 +379,7 @@ func (w *Work) keyedDone(d uint64, exact bool) {
 	// instructions until it is linked. It was queued before any drain
 	// that may have begun since, so a draining queue accepts it; a
 	// destroyed one refuses it (markCancelled then moves the key on).
-	sh.q.queuePendedFrom(cpuUnbound, n, true)
+	sh.q.queuePendedFrom(cpuUnbound, n, admitBack)
 }
 
 // keyStates returns the number of keys with instances in flight on q and

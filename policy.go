@@ -67,8 +67,15 @@ func (p *pool) needMoreWorker() bool {
 	if lockdep {
 		p.assertHeld()
 	}
-	return !p.worklist.empty() && p.nrRunning < p.concurrency()
+	return !p.worklist.empty() && p.nrRunning < p.concurrency() && p.goWaiting == 0
 }
+
+// A goroutine pool whose worker waits for a slot (goRoom, goadmit.go)
+// needs no more workers: the waiter runs the pending items once it has
+// one. goRoom is the process-wide bound on goroutine items: while Ps are
+// reserved for RT, at most GOMAXPROCS less the reserved Ps of them run
+// (lifted while items blocked outside Go leave a P unused), and never
+// more than the thread limits leave room for.
 
 // keepWorking: work is pending and the running workers, the caller
 // included, do not exceed the pool's concurrency (keep_working). Called

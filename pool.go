@@ -137,6 +137,11 @@ type pool struct {
 	escWatch atomic.Bool
 	// L: when escScan last looked past escScanMax (ns).
 	escDeepAt int64
+	// L: goroutine pools: workers waiting for a slot (goadmit.go).
+	goWaiting int
+	// A: a worker of this goroutine pool has waited for a slot at the
+	// thread bound for a mayday interval: the rescuers may run its items.
+	slotStarved atomic.Bool
 }
 
 var poolRegistry struct {

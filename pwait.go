@@ -66,6 +66,7 @@ func (wk *worker) chargePWait(pq *pwq) {
 		wk.pwaitSet = false
 		if measure.PWait.Load() { // it may have been turned off during the park
 			pq.stats.pwait.observe(wk.pwait)
+			notePWaitRT(pq, wk.pwait)
 		}
 	}
 }

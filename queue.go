@@ -21,7 +21,11 @@ import (
 // ErrDestroyed (once per queue) to the error handler; QueueErr returns
 // the reason instead. Mirrors queue_work().
 func (q *Workqueue) Queue(w *Work) bool {
-	return q.queueResult("queue_work_on", w, q.queueOnErr(cpuUnbound, w, nil))
+	if q == nil {
+		reportNilQueue("queue_work_on")
+		return false
+	}
+	return q.result("queue_work_on", w, q.queueOnErr(cpuUnbound, w, nil))
 }
 
 // QueueOn queues w on CPU cpu's pwq: for a per-CPU queue the item runs on
@@ -29,16 +33,21 @@ func (q *Workqueue) Queue(w *Work) bool {
 // unbound queue in that CPU's pod. Returns as Queue; a cpu that does not
 // exist returns false and reports ErrInvalidCPU. Mirrors queue_work_on().
 func (q *Workqueue) QueueOn(cpu int, w *Work) bool {
-	return q.queueResult("queue_work_on", w, q.queueOnChecked(cpu, w))
+	if q == nil {
+		reportNilQueue("queue_work_on")
+		return false
+	}
+	return q.result("queue_work_on", w, q.queueOnChecked(cpu, w))
 }
 
-// queueOnChecked is QueueOn without the report: it checks cpu first.
+// queueOnChecked is QueueOn without the report: it checks cpu after the
+// queue and the function (admit.go's order).
 func (q *Workqueue) queueOnChecked(cpu int, w *Work) error {
-	if w == nil {
-		return ErrNoFunc
+	if err := q.checkDestroyed(); err != nil {
+		return err
 	}
-	if q.destroyed.Load() {
-		return ErrDestroyed
+	if w == nil || w.fn == nil {
+		return ErrNoFunc
 	}
 	if cpu < 0 || cpu >= len(q.table.Load().cpu) {
 		return fmt.Errorf("%w: %d", ErrInvalidCPU, cpu)
@@ -50,92 +59,70 @@ func (q *Workqueue) queueOnChecked(cpu int, w *Work) error {
 // CPU when it belongs to the node. Returns as Queue; an unknown node
 // returns false and reports ErrInvalidArgument. Mirrors queue_work_node().
 func (q *Workqueue) QueueNode(node int, w *Work) bool {
+	const op = "queue_work_node"
+	if q == nil {
+		reportNilQueue(op)
+		return false
+	}
+	if err := q.checkDestroyed(); err != nil {
+		return q.result(op, w, err)
+	}
+	if w == nil || w.fn == nil {
+		return q.result(op, w, ErrNoFunc)
+	}
 	topo := currentTopology()
 	cpus := nodeCPUs(topo, node)
 	if cpus.IsEmpty() {
-		q.reportError("queue_work_node", w.Func(), fmt.Errorf("%w: node %d has no online CPU", ErrInvalidArgument, node))
-		return false
+		return q.result(op, w, fmt.Errorf("%w: node %d has no online CPU", ErrInvalidArgument, node))
 	}
 	cpu := currentCPU()
 	if !cpus.Has(cpu) {
 		cpu = cpus.First()
 	}
-	return q.queueOn(cpu, w)
+	return q.result("queue_work_on", w, q.queueOnErr(cpu, w, nil))
 }
 
-func (q *Workqueue) queueOn(cpu int, w *Work) bool {
-	return q.queueResult("queue_work_on", w, q.queueOnErr(cpu, w, nil))
-}
-
-// queueOnErr is queueOn without the report: nil when it queued w,
-// errPending when w was pending, otherwise the refusal (goapi.go). A
+// queueOnErr is Queue without the report: nil when it queued w,
+// errPending when w was pending, otherwise the refusal (admit.go). A
 // non-nil plug holds the wake-up (QueueBatch).
 func (q *Workqueue) queueOnErr(cpu int, w *Work, plug *wakePlug) error {
+	if err := q.checkDestroyed(); err != nil {
+		return err
+	}
 	if w == nil || w.fn == nil {
 		return ErrNoFunc
-	}
-	if q.destroyed.Load() {
-		return ErrDestroyed
 	}
 	if err := w.pend(); err != nil {
 		return err
 	}
-	return q.queuePendedErr(cpu, w, false, plug)
+	return q.queuePendedErr(cpu, w, admitNew, plug)
 }
 
-// queuePended queues an item whose PENDING the caller owns
-// (__queue_work). It returns false, clearing PENDING, if the queue refuses
-// it (destroyed, or draining and not chained), and reports the refusal.
-func (q *Workqueue) queuePended(reqCPU int, w *Work) bool {
-	return q.queuePendedFrom(reqCPU, w, false)
-}
-
-// queuePendedFrom is queuePended; fromTimer marks an item whose timer
-// fired, which a draining (not destroyed) queue accepts: it was queued
-// before the drain began.
-func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, fromTimer bool) bool {
-	return q.queueResult("queue_work_on", w, q.queuePendedErr(reqCPU, w, fromTimer, nil))
+// queuePendedFrom queues an instance of kind k whose PENDING the caller
+// owns (__queue_work): admitNew, or admitBack for one admitted before (a
+// timer that fired, a key's next item), which a draining queue accepts.
+// It returns false, with PENDING released, if the queue refuses it
+// (admitPended), and reports the refusal.
+func (q *Workqueue) queuePendedFrom(reqCPU int, w *Work, k admitKind) bool {
+	return q.result("queue_work_on", w, q.queuePendedErr(reqCPU, w, k, nil))
 }
 
 // queuePendedErr is queuePendedFrom without the report: nil when it
 // queued w, otherwise the refusal, with w's PENDING released and the
 // instance cancelled. Every refusal of the queue path is returned from
-// here, never reported here: the bool calls report it (queueResult), the
-// error calls (QueueErr, Go, ...) return it. Reporting after the return
-// also means w is released before the error handler runs: a handler that
-// panics or calls runtime.Goexit must not leave w pending. A non-nil plug
-// holds the pool's wake-up instead of waking at unlock (QueueBatch,
-// batch.go).
-func (q *Workqueue) queuePendedErr(reqCPU int, w *Work, fromTimer bool, plug *wakePlug) error {
+// here (admitPended, or a destroy that finished meanwhile), never
+// reported here: the bool calls report it (result), the error calls
+// (QueueErr, Go, ...) return it. Reporting after the return also means w
+// is released before the error handler runs: a handler that panics or
+// calls runtime.Goexit must not leave w pending. A non-nil plug holds the
+// pool's wake-up instead of waking at unlock (QueueBatch, batch.go).
+func (q *Workqueue) queuePendedErr(reqCPU int, w *Work, k admitKind, plug *wakePlug) error {
 	stamp := stagesOn() // stage timestamps (stages.go)
 	if stamp {
 		w.stampQueue()
 	}
-	if q.destroyed.Load() {
-		w.markCancelled()
-		w.release()
-		return ErrDestroyed
-	}
-	if q.draining.Load() != 0 && !fromTimer && !q.isChained() {
-		w.markCancelled()
-		w.release()
-		if q.destroyed.Load() {
-			return ErrDestroyed
-		}
-		if q.dying.Load() {
-			return errDestroying
-		}
-		return ErrDraining
-	}
-	if !fromTimer {
-		if err := q.refuseElsewhere(w); err != nil {
-			return err // one instance at a time (instances.go)
-		}
-	}
-	if err := q.admit(w, fromTimer); err != nil { // MaxPending (backpressure.go)
-		w.markCancelled()
-		w.release()
-		return err
+	if err := q.admitPended(w, k); err != nil {
+		return err // lifecycle, other queue, MaxPending (admit.go)
 	}
 	traced := false
 	for {
@@ -183,7 +170,7 @@ func (q *Workqueue) queuePendedErr(reqCPU int, w *Work, fromTimer bool, plug *wa
 			// Retired by an attribute change after we read the table (the
 			// current table has a live pwq), or marked by Destroy.
 			p.mu.Unlock()
-			if q.destroyed.Load() {
+			if q.life.load().destroyed() {
 				w.markCancelled()
 				w.release()
 				return ErrDestroyed
@@ -211,12 +198,6 @@ func (q *Workqueue) queuePendedErr(reqCPU int, w *Work, fromTimer bool, plug *wa
 			pq.lim.scan(nil)
 		}
 		return nil
-	}
-}
-
-func (q *Workqueue) reportDestroyed(w *Work) {
-	if q.reported.CompareAndSwap(false, true) {
-		q.reportError("queue_work_on", w.Func(), fmt.Errorf("%w: %s", ErrDestroyed, q.name))
 	}
 }
 

@@ -217,7 +217,7 @@ func (r *rescuer) rescue(wk *worker, pq *pwq) bool {
 	p := pq.pool
 	p.mu.Lock()
 	// The kernel rescues only while no worker runs (need_to_create_worker).
-	if p.dead || !p.needMoreWorker() {
+	if p.dead || (!p.needMoreWorker() && !p.slotStarved.Load()) {
 		p.mu.Unlock()
 		return true
 	}

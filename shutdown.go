@@ -31,10 +31,17 @@ import (
 // is over. Concurrent calls all wait for the one destroy. A ctx that is
 // already done still begins the destroy and returns ctx.Err() at once,
 // or nil when the destroy is over by then (an empty queue may be
-// destroyed that fast; a destroyed queue always returns nil). Safe from
-// any goroutine.
+// destroyed that fast; a destroyed queue always returns nil). A nil q or
+// ctx returns an error matching ErrInvalidArgument and begins nothing.
+// Safe from any goroutine.
 // A gowq extension of destroy_workqueue(), like ants' ReleaseContext.
 func (q *Workqueue) DestroyContext(ctx context.Context) error {
+	if q == nil {
+		return errNilQueue
+	}
+	if ctx == nil {
+		return errNilContext // before the destroy begins: nothing changes
+	}
 	if q.isChained() {
 		q.reportError("destroy_workqueue", q.name, ErrDeadlock)
 		return ErrDeadlock
@@ -72,12 +79,12 @@ func (q *Workqueue) destroyBegin() (done chan struct{}, first bool) {
 	}
 	done = make(chan struct{})
 	q.destroyDone = done
+	// Under mu: no attribute change installs pwqs from now on. From here
+	// the queue refuses new work from outside its own items, with
+	// refusals that match ErrDestroyed too (admit.go), reported afresh.
 	q.mu.Lock()
-	q.destroying = true // no attribute change installs pwqs from now on
+	q.life.update(func(s lifeWord) lifeWord { return (s | lifeDestroying) &^ lifeRepDraining })
 	q.mu.Unlock()
-	q.dying.Store(true) // refusals from now on match ErrDestroyed too (goapi.go)
-	q.drainReported.Store(false)
-	q.draining.Add(1) // never dropped: the queue refuses new work from now on
 	q.timerMu.Lock()
 	q.timersClosed = true // closeTimers cancels what is armed already
 	q.timerMu.Unlock()
@@ -95,7 +102,7 @@ func (q *Workqueue) destroyRun(done chan struct{}) {
 // drainOn finishes, in the background, a drain whose DrainContext gave up,
 // and only then lets the queue accept work again.
 func (q *Workqueue) drainOn() {
-	defer q.draining.Add(-1)
+	defer q.endDrain()
 	_ = q.drainLoop(context.Background())
 }
 
@@ -114,6 +121,10 @@ func (q *Workqueue) drainOn() {
 // in turn. Safe from any goroutine, also from q's own items. A gowq
 // extension; the kernel has no counterpart.
 func (q *Workqueue) CancelPending() int {
+	if q == nil {
+		reportNilQueue("cancel_pending")
+		return 0
+	}
 	n := 0
 	// Timers first, so that none fires onto a list already swept; then
 	// chains, so that cancelling a key's active item does not promote the
@@ -234,8 +245,12 @@ func (pq *pwq) cancelListed() int {
 // (wasPending, ctx.Err()). Called from inside the item's own function it
 // does not wait and returns ErrDeadlock (also reported, as CancelSync
 // does); the item is still cancelled. A ctx already done cancels without
-// waiting. A gowq extension of cancel_work_sync().
+// waiting. A nil ctx returns (false, an error matching ErrInvalidArgument)
+// and cancels nothing. A gowq extension of cancel_work_sync().
 func (w *Work) CancelSyncContext(ctx context.Context) (bool, error) {
+	if ctx == nil {
+		return false, errNilContext
+	}
 	for {
 		r := w.grab()
 		switch r {

@@ -207,8 +207,8 @@ func TestCancelPendingCancelsWaitingItems(t *testing.T) {
 			t.Fatal("armed item still pending")
 		}
 	}
-	if s := q.Stats(); s.Pending != 0 || q.PendingCount() != 0 {
-		t.Errorf("after CancelPending: Pending %d, count %d", s.Pending, q.PendingCount())
+	if s := q.Stats(); s.Pending != 0 || q.PendingCount() != 2 {
+		t.Errorf("after CancelPending: Pending %d, count %d; want 0, 2 (the running items)", s.Pending, q.PendingCount())
 	}
 	if b1.w.Busy()&wq.BusyRunning == 0 || b2.w.Busy()&wq.BusyRunning == 0 {
 		t.Error("a running item was disturbed")

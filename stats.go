@@ -82,8 +82,10 @@ type QueueStats struct {
 	// (QueueKeyed); armed delayed items are not counted. Adds counts the
 	// items queued on the queue's pwqs since Alloc (client-go's adds: an
 	// item queued again while pending is not an add; a chained keyed item
-	// counts when it reaches the queue). MaxPending is the queue's bound,
-	// 0 when unbounded. Both are read without locks, counter after
+	// counts when it reaches the queue). MaxPending is the queue's n, 0
+	// when unbounded: the queue holds at most MaxActive + n items, the
+	// running ones included, so Pending can reach n plus the places of
+	// max_active that no item holds. Both are read without locks, counter after
 	// counter: exact when nothing is queued, started or finished during
 	// the call, otherwise off by at most those items.
 	Pending    int64

@@ -28,7 +28,7 @@ func TestBouncedPushIsCounted(t *testing.T) {
 		t.Fatal("tryPush reported the item queued on a retired pwq")
 	}
 	undo()
-	if !q.queuePended(cpuUnbound, w) {
+	if !q.queuePendedFrom(cpuUnbound, w, admitNew) {
 		t.Fatal("locked queue of the bounced item failed")
 	}
 	waitRan(t, ran, "the bounced item never ran")

@@ -60,8 +60,12 @@ func (q *Workqueue) setFrozen(on bool) {
 func FreezeAll() { _ = FreezeAllContext(context.Background()) }
 
 // FreezeAllContext is FreezeAll bounded by ctx; on ctx's end the queues
-// stay frozen (call ThawAll) and ctx.Err() is returned.
+// stay frozen (call ThawAll) and ctx.Err() is returned. A nil ctx returns
+// an error matching ErrInvalidArgument and freezes nothing.
 func FreezeAllContext(ctx context.Context) error {
+	if ctx == nil {
+		return errNilContext
+	}
 	queues.mu.Lock()
 	queues.frozen = true
 	var qs []*Workqueue

@@ -109,7 +109,7 @@ func (q *Workqueue) installTable(topo *topology.Topology) {
 // hold no items. Called without q.mu.
 func (q *Workqueue) reinstall(topo *topology.Topology) {
 	q.mu.Lock()
-	if q.destroying {
+	if q.life.load().destroying() {
 		q.mu.Unlock()
 		return
 	}

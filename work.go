@@ -57,8 +57,9 @@ type Work struct {
 
 	// pendQ is the queue with MaxPending whose bound counts the pending
 	// instance (backpressure.go), nil otherwise. Owned by whoever owns
-	// PENDING: set by admit, cleared by unpend when the instance starts,
-	// is unlinked or is released.
+	// PENDING: set by admit; cleared by takePend when a worker starts the
+	// instance (the worker holds the count until the function returns,
+	// worker.bpQ), by unpend when it is unlinked or released.
 	pendQ *Workqueue
 
 	// List links. guarded by the pool lock of the list's pool. The list
@@ -206,25 +207,35 @@ const (
 //     to start the item); when that worker is the caller itself (a tracer
 //     callback between dequeue and start), it returns grabSelf.
 func (w *Work) grab() grabResult {
+	r, _ := w.grabFrom()
+	return r
+}
+
+// grabFrom is grab that also returns, for grabPending, the queue the
+// instance was pending on: armed on, chained under one of its keys, or
+// on one of its pwqs.
+func (w *Work) grabFrom() (grabResult, *Workqueue) {
 	for spins := 0; ; spins++ {
 		old := w.state.Load()
 		if old&stCanceling != 0 {
-			return grabHeld
+			return grabHeld, nil
 		}
 		if old&stPending == 0 {
 			if w.state.CompareAndSwap(old, (old|stPending)+stSeqOne) {
-				return grabIdle
+				return grabIdle, nil
 			}
 			continue
 		}
-		if dw := w.dw; dw != nil && dw.stopTimer() {
-			return grabPending
+		if dw := w.dw; dw != nil {
+			if q, _ := dw.stopTimerQ(nil, false); q != nil {
+				return grabPending, q
+			}
 		}
 		if ks := w.kst.Load(); ks != nil && ks.grabChained(w) {
-			return grabPending
+			return grabPending, ks.sh.q
 		}
 		if pq := w.pwq.Load(); pq != nil && w.grabFromPwq(pq) {
-			return grabPending
+			return grabPending, pq.wq
 		}
 		if ip := w.inPwq.Load(); ip != nil {
 			// Pushed lock-free (incoming.go): the pool lock drains it
@@ -236,10 +247,10 @@ func (w *Work) grab() grabResult {
 			}
 		}
 		if r := w.runner.Load(); r != nil && r.onSelf() && r.starting == w {
-			return grabSelf
+			return grabSelf, nil
 		}
 		if t := w.transit.Load(); t != 0 && int(t) == sched.Gettid() {
-			return grabSelf
+			return grabSelf, nil
 		}
 		backoff(spins)
 	}
@@ -477,8 +488,12 @@ func (w *Work) Flush() bool {
 
 // FlushContext is Flush bounded by ctx. It returns (true, nil) after
 // waiting, (false, nil) when idle, and (false, ctx.Err()) when ctx ends
-// first (the item keeps its state), or ErrDeadlock (see Flush).
+// first (the item keeps its state), or ErrDeadlock (see Flush); a nil
+// ctx returns (false, an error matching ErrInvalidArgument).
 func (w *Work) FlushContext(ctx context.Context) (bool, error) {
+	if ctx == nil {
+		return false, errNilContext
+	}
 	ch, err := w.flushTarget()
 	if err != nil {
 		reportError("flush_work", w.Func(), err)

@@ -69,6 +69,7 @@ type worker struct {
 	cpuIntensive bool                // L
 	current      *Work               // L
 	currentPwq   *pwq                // L
+	bpQ          *Workqueue          // W: the queue whose MaxPending count holds the current instance until its function returns (backpressure.go)
 	scheduled    workList            // L: items to run next, after the current one (non-reentrance)
 	allow        []int               // W: the pool's CPUs, for repatriation
 	curPwq       atomic.Pointer[pwq] // A: copy of currentPwq for Queue's non-reentrance check
@@ -112,6 +113,11 @@ type worker struct {
 	inFn atomic.Bool
 	// W: scanning: counted in pool.scanners (incoming.go).
 	scanning bool
+	// W: a goroutine worker holds a slot (goadmit.go) since slotAt (ns),
+	// counted in goAdm.inflight or (while no bound applied) free.
+	slot        bool
+	slotCounted bool
+	slotAt      int64
 
 	// Stage stamps (stages.go), only while a recorder is set.
 	stWake  atomic.Int64   // A: written by the thread that unparks the worker
@@ -385,6 +391,7 @@ func (wk *worker) loop() {
 		p.mu.LockOn(&wk.thread)
 	again:
 		if wk.dying {
+			wk.dropSlot()
 			wk.settleCPU(0) // what is owed, before the thread is gone
 			wk.scanOffLocked()
 			p.removeWorker(wk)
@@ -399,7 +406,10 @@ func (wk *worker) loop() {
 			return
 		}
 		p.leaveIdle(wk)
-		if p.needMoreWorker() {
+		if p.needMoreWorker() || (wk.slot && !p.worklist.empty()) {
+			if wk.gch != nil && !wk.slot && !wk.goSlot(p) {
+				goto again // waited for a slot (goadmit.go)
+			}
 			// Keep an idle worker around so that there is someone to wake
 			// when this one sleeps (may_start_working/manage_workers).
 			if !p.mayStartWorking() {
@@ -429,7 +439,7 @@ func (wk *worker) loop() {
 				if !wk.processScheduled() {
 					return
 				}
-				if !p.keepWorking() {
+				if !p.keepWorking() || wk.goSlotYield() {
 					break
 				}
 			}
@@ -470,6 +480,7 @@ func (wk *worker) loop() {
 			wk.scanOn()
 			goto again
 		}
+		wk.dropSlot()
 		wk.parkCPU = sched.GetCPU()
 		p.enterIdle(wk)
 		p.mu.Unlock()
@@ -523,7 +534,7 @@ func (wk *worker) processOne(w *Work) bool {
 	}
 	pq := w.pwq.Load()
 	w.pwq.Store(nil)
-	freed := w.unpend() // MaxPending: the instance leaves the bound as it starts
+	wk.bpQ = w.takePend() // MaxPending: the instance stays counted until its function returns (endItem)
 	now := nanotime()
 	if wk.parkedAt != 0 {
 		wk.lastPark = now - wk.parkedAt // park, lock and dequeue: the first item after a park
@@ -566,9 +577,6 @@ func (wk *worker) processOne(w *Work) bool {
 	wk.stage = stageDequeued
 	wk.starting = w
 	p.mu.Unlock()
-	if freed != nil {
-		freed.wakeRoom() // after the unlock: wakes QueueContext waiters
-	}
 
 	wk.runItem(w, fn, pq)
 
@@ -746,6 +754,9 @@ func (wk *worker) endItem(w *Work, pq *pwq, t *wqtrace.Tracer) {
 		wk.cpuOff = true
 	}
 	pq.stats.completed.Add(1)
+	// The instance leaves its MaxPending count before anyone can see it
+	// ended (flush waiters, a Future, a Group): room is made by then.
+	wk.leaveCount()
 	// The instance is done for the exit path before user code runs again.
 	wk.stage = stageEnded
 	w.finishRun(wk, wk.runSeq)
@@ -774,9 +785,19 @@ func (wk *worker) afterItem(now int64) {
 		p.setCounted(wk, true)
 	}
 	pq.stats.freed.Add(1) // with the slot, not at completion (backlogStats)
-	if pq.complete(wk.runColor) {
+	scan := pq.complete(wk.runColor)
+	// An instance still counted (its function ended by runtime.Goexit:
+	// endItem did not run) leaves its MaxPending count at the latest here.
+	room := wk.bpQ.unpendSlot()
+	wk.bpQ = nil
+	if scan || room != nil {
 		p.mu.Unlock()
-		pq.lim.scan(pq)
+		if scan {
+			pq.lim.scan(pq)
+		}
+		if room != nil {
+			room.wakeRoom() // with no pool lock held
+		}
 		p.mu.LockOn(&wk.thread)
 	}
 }
@@ -798,7 +819,7 @@ func (wk *worker) finishCurrent() {
 		pq.stats.started.Add(-1) // counted at dequeue; it starts again later
 		w.runner.CompareAndSwap(wk, nil)
 		w.pwq.Store(pq)
-		_ = pq.wq.admit(w, true) // pending again: back in its MaxPending bound
+		w.pendQ, wk.bpQ = wk.bpQ, nil // pending again: its MaxPending count goes back with it
 		p.worklist.pushFront(w)
 		wk.stage = stageNone
 		p.busy.Add(-1)
@@ -860,6 +881,7 @@ func reportWorkerExit(name string, err error) {
 // replacement worker if it needs one, and clears the worker's identity. A
 // rescuer is restarted on a new thread. Called with no lock held.
 func (wk *worker) retire() {
+	wk.dropSlot()
 	if p := wk.curPool.Load(); p != nil {
 		p.mu.Lock()
 		wk.finishCurrent()

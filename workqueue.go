@@ -59,21 +59,18 @@ type Workqueue struct {
 	timerMu        sync.Mutex    // S
 	armed          timerList     // T
 	timersClosed   bool          // T: Destroy began; arming is refused
-	firing         int           // T: timerFns running for q
+	firing         int           // T: armed instances taken off armed and not yet queued (timerFn, DelayedWork.Flush, ModDelayed)
 	timerIdle      chan struct{} // T: closed when firing drops to 0
 	timerCancelled []string      // T: items cancelled by closeTimers
 
-	frozen     atomic.Bool  // A: FreezeAll: new activeLimits start frozen
-	destroying bool         // Q: Destroy began; attribute changes are refused
-	dying      atomic.Bool  // A: Destroy began: queue refusals say errDestroying, not ErrDraining
-	draining   atomic.Int32 // A: drains in progress (Drain, Destroy); queue calls from outside q's items are refused
-	destroyed  atomic.Bool  // A: the queue is destroyed; queue calls report ErrDestroyed
-	reported   atomic.Bool  // A: ErrDestroyed reported once
-	// A: ErrDraining was reported in the current drain (once per drain: a
-	// producer that keeps queueing would report thousands).
-	drainReported atomic.Bool
-	destroyMu     sync.Mutex    // S: serialises destroyBegin (shutdown.go)
-	destroyDone   chan struct{} // D: closed when the destroy that began has finished (shutdown.go)
+	frozen atomic.Bool // A: FreezeAll: new activeLimits start frozen
+	// A: the lifecycle word (admit.go): live, draining(n), destroying,
+	// destroyed, and the once-only report bits. Destroy sets destroying
+	// with mu held too, so that an attribute change, which installs pwqs
+	// under mu, sees it.
+	life        lifeState
+	destroyMu   sync.Mutex    // S: serialises destroyBegin (shutdown.go)
+	destroyDone chan struct{} // D: closed when the destroy that began has finished (shutdown.go)
 
 	flushMu        sync.Mutex    // S: serialises flushers
 	flushLeft      atomic.Int32  // A: pwqs the current flush still waits for
@@ -148,12 +145,18 @@ func (q *Workqueue) MaxActive() int { return int(q.maxActive.Load()) }
 // SetMaxActive changes max_active; items waiting on the inactive list are
 // activated at once if the new limit allows. Returns ErrInvalidArgument for
 // n outside [1, 2048] (nothing changes), and for ordered queues, whose
-// max_active is fixed at 1. Mirrors workqueue_set_max_active().
+// max_active is fixed at 1. QueueContext calls waiting for room look
+// again. Mirrors workqueue_set_max_active().
 func (q *Workqueue) SetMaxActive(n int) error {
-	return q.applyAttrs("max_active", func(a *Attrs) error {
+	if q == nil {
+		return errNilQueue
+	}
+	err := q.applyAttrs("max_active", func(a *Attrs) error {
 		a.MaxActive = n
 		return nil
 	})
+	q.wakeRoom() // the room for waiters may follow max_active
+	return err
 }
 
 // Congested reports whether items wait on the inactive list of the pwq

@@ -14,14 +14,28 @@ import (
 	"github.com/gowq/wq/internal/sched"
 )
 
-func TestMaxActiveClamp(t *testing.T) {
-	for _, c := range []struct{ in, want int }{{0, 1024}, {-5, 1}, {5000, 2048}, {16, 16}} {
-		q := mustAlloc(t, "clamp", wq.Unbound, c.in)
-		if got := q.MaxActive(); got != c.want {
-			t.Errorf("Alloc max_active %d: MaxActive() = %d, want %d", c.in, got, c.want)
+// TestMaxActiveRange: 0 is the default, and a max_active outside
+// [0, 2048] is refused by Alloc (nothing created) and by SetMaxActive
+// (nothing changed), one rule with WithMaxPending(-1).
+func TestMaxActiveRange(t *testing.T) {
+	q := mustAlloc(t, "range", wq.Unbound, 0)
+	if got := q.MaxActive(); got != wq.DefaultMaxActive {
+		t.Errorf("Alloc max_active 0: MaxActive() = %d, want %d", got, wq.DefaultMaxActive)
+	}
+	before := len(wq.Queues(false))
+	for _, n := range []int{-5, -1, wq.MaxActive + 1, 5000} {
+		q, err := wq.Alloc("range-bad", wq.Unbound, n)
+		if !errors.Is(err, wq.ErrInvalidArgument) || q != nil {
+			t.Errorf("Alloc max_active %d: created %v, %v; want nil, ErrInvalidArgument", n, q != nil, err)
+			if q != nil {
+				q.Destroy()
+			}
 		}
 	}
-	q := mustAlloc(t, "clamp", wq.Unbound, 4)
+	if after := len(wq.Queues(false)); after != before {
+		t.Errorf("refused Allocs left %d queues, want %d", after, before)
+	}
+	q = mustAlloc(t, "range", wq.Unbound, 4)
 	if err := q.SetMaxActive(0); !errors.Is(err, wq.ErrInvalidArgument) {
 		t.Errorf("SetMaxActive(0) = %v, want ErrInvalidArgument", err)
 	}

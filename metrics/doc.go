@@ -57,6 +57,32 @@
 // counters summed, their histograms merged), since Prometheus cannot hold
 // two series with equal labels.
 //
+// # client-go's series
+//
+// With Options.ClientGo, the Collector also exports, per workqueue, the
+// series that a client-go controller exports (k8s.io/client-go's
+// workqueue metrics through k8s.io/component-base's Prometheus provider),
+// with client-go's names (no namespace), its single label name (the
+// queue's name), its help text and its buckets (ExponentialBuckets(10e-9,
+// 10, 10): 10 ns to 10 s), so that a dashboard or alert written for
+// client-go reads a gowq program unchanged:
+//
+//	workqueue_depth{name}                             gauge: as gowq_workqueue_depth
+//	workqueue_adds_total{name}                        counter: as gowq_workqueue_adds_total
+//	workqueue_queue_duration_seconds{name}            histogram: queue_work to execute_start
+//	workqueue_work_duration_seconds{name}             histogram: execute_start to execute_end
+//	workqueue_unfinished_work_seconds{name}           gauge: as gowq_workqueue_unfinished_work_seconds
+//	workqueue_longest_running_processor_seconds{name} gauge: as gowq_workqueue_longest_running_processor_seconds
+//	workqueue_retries_total{name}                     counter: always 0
+//
+// retries_total counts client-go's AddRateLimited calls; gowq has no
+// rate-limited requeue, and counting QueueDelayed instead would fire
+// retry alerts on every periodic timer, so it stays 0. client-go's bucket
+// bounds are not bucket boundaries of wq's histograms: each cumulative
+// count is rounded as described under Histograms. The series come in
+// addition to the gowq_ ones, and the two gauges of running time are
+// computed at the scrape (client-go recomputes them every 500 ms).
+//
 // Per worker pool, with the labels pool (id), cpu (the CPU of a per-CPU
 // pool, "" for unbound pools), cpus (the CPUs its workers may use, list
 // format), policy (SCHED_OTHER or SCHED_FIFO) and nice:

@@ -32,6 +32,18 @@ type Options struct {
 	// every live workqueue. It is called at each scrape and must be safe
 	// for concurrent use. Pools are always exported.
 	Workqueues func(name string) bool
+	// ClientGo adds, for each workqueue, the seven series of client-go's
+	// workqueue metrics under client-go's names, label, help and buckets:
+	// workqueue_depth, workqueue_adds_total,
+	// workqueue_queue_duration_seconds, workqueue_work_duration_seconds,
+	// workqueue_unfinished_work_seconds,
+	// workqueue_longest_running_processor_seconds and
+	// workqueue_retries_total, each with the label name (the queue's
+	// name), whatever Namespace is (see the package doc). They are added to
+	// the Collector's own series, not put in their place. A registry that
+	// holds client-go's own workqueue metrics cannot also register a
+	// Collector with ClientGo set: the names collide.
+	ClientGo bool
 }
 
 // Bounds of the default histogram buckets, as powers of two in ns.
@@ -75,6 +87,8 @@ type Collector struct {
 
 	// client-go's workqueue metrics (backlog.go).
 	depth, adds, unfinished, longest *prometheus.Desc
+
+	clientGo *clientGo // nil unless Options.ClientGo (clientgo.go)
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -138,6 +152,9 @@ func NewCollector(opts Options) (*Collector, error) {
 	c.poolPending = p("pending_items", "Work items on the pool's worklist, waiting for a worker.")
 	c.poolMaxRunning = p("max_running_seconds", "Longest time the item a worker of the pool currently executes has been running; 0 when all are idle.")
 	c.backlogDescs(q)
+	if opts.ClientGo {
+		c.clientGo = newClientGo(cl)
+	}
 	return c, nil
 }
 
@@ -164,6 +181,11 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		c.queueDuration, c.workDuration, c.pwaitDuration, c.poolWorkers, c.poolIdle, c.poolPending, c.poolMaxRunning,
 		c.depth, c.adds, c.unfinished, c.longest} {
 		ch <- d
+	}
+	if c.clientGo != nil {
+		for _, d := range c.clientGo.descs() {
+			ch <- d
+		}
 	}
 }
 
@@ -289,6 +311,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- c.histogram(c.workDuration, st.Exec, n)
 		ch <- c.histogram(c.pwaitDuration, st.PWait, n)
 		c.collectBacklog(gauge, counter, s)
+		if c.clientGo != nil {
+			c.clientGo.collect(gauge, counter, histogramWith, ch, s)
+		}
 	}
 	for _, p := range wq.Pools() {
 		cpu := ""
@@ -313,10 +338,16 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 // the Collector's bounds; an impossible conversion yields an invalid
 // metric (reported by the registry), never a panic.
 func (c *Collector) histogram(d *prometheus.Desc, h wq.HistSnapshot, lv ...string) prometheus.Metric {
-	cum := cumulativeBuckets(h, c.boundsNs)
+	return histogramWith(d, h, c.boundsNs, c.boundsS, lv...)
+}
+
+// histogramWith is histogram with the bounds given: boundsNs in ns,
+// boundsS the same in seconds.
+func histogramWith(d *prometheus.Desc, h wq.HistSnapshot, boundsNs []int64, boundsS []float64, lv ...string) prometheus.Metric {
+	cum := cumulativeBuckets(h, boundsNs)
 	buckets := make(map[float64]uint64, len(cum))
 	for i, n := range cum {
-		buckets[c.boundsS[i]] = n
+		buckets[boundsS[i]] = n
 	}
 	m, err := prometheus.NewConstHistogram(d, uint64(max(h.Count, 0)), float64(h.SumNs)/1e9, buckets, lv...)
 	if err != nil {

@@ -168,6 +168,7 @@ instruction of the work function, in microseconds (monotonic clock).
 	root.AddCommand(newDoctorCmd(stdout, stderr))
 	root.AddCommand(newRoundTripCmd(stdout, stderr))
 	root.AddCommand(newTWQCmd(stdout, stderr))
+	root.AddCommand(newBesideCmd(stdout, stderr))
 	// Later subcommands (trace, monitor) are added here with
 	// root.AddCommand.
 	return root

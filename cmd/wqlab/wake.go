@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gowq/wq/internal/labsys"
+	"github.com/gowq/wq/lab/driver"
 	"github.com/gowq/wq/lab/wake"
 )
 
@@ -22,7 +23,7 @@ func newWakeCmd(stdout, stderr io.Writer) *cobra.Command {
 	var gap time.Duration
 	var asJSON bool
 	var queuer string
-	var goLoad int
+	var goLoad, wqLoad int
 	var only []string
 	var noPWait bool
 	var ef explainFlags
@@ -39,6 +40,9 @@ limit), interleaved under the same load (the lab driver's, as the scenarios):
   --load none     idle machine
   --queuer fifo   the queuing thread (and the probe's waker) is SCHED_FIFO
   --go-load N     N goroutines of wqlab itself spin, so that every P is busy
+  --wq-load N     N CPU-bound 2 ms items always in flight on a default queue
+                  of wqlab itself (gowq's own goroutines), with its goal: the
+                  best RT row's p99 within 3x of the raw SCHED_FIFO probe's
 and checks the targets: RT p99 within 2x of the probe's SCHED_FIFO p99, the
 normal class's p99 at least 10x RT's, and the best RT row's max within 10x
 (3x with --queuer fifo) of the probe's max.
@@ -62,6 +66,10 @@ normal class's p99 at least 10x RT's, and the best RT row's max within 10x
 			if err != nil {
 				return err
 			}
+			if wqLoad < 0 || wqLoad > driver.MaxWQLoad {
+				return fmt.Errorf("--wq-load %d: want 0..%d", wqLoad, driver.MaxWQLoad)
+			}
+			o.WQLoad = wqLoad
 			if err := ef.apply(&o); err != nil {
 				return err
 			}
@@ -74,8 +82,8 @@ normal class's p99 at least 10x RT's, and the best RT row's max within 10x
 			if rows == 0 {
 				rows = len(wake.Configs())
 			}
-			fmt.Fprintf(stderr, "wake: measuring %d samples of %d configurations under load %q, queuer %s, go-load %d, gc-load %d MiB/s, explain %v...\n",
-				samples, rows, load, o.Queuer, goLoad, o.GCLoad, o.Explain)
+			fmt.Fprintf(stderr, "wake: measuring %d samples of %d configurations under load %q, queuer %s, go-load %d, wq-load %d, gc-load %d MiB/s, explain %v...\n",
+				samples, rows, load, o.Queuer, goLoad, wqLoad, o.GCLoad, o.Explain)
 			return runExperiment(cmd.Context(), wake.Experiment(o), asJSON, "", stdout)
 		},
 	}
@@ -83,6 +91,7 @@ normal class's p99 at least 10x RT's, and the best RT row's max within 10x
 	cmd.Flags().IntVar(&samples, "samples", wake.DefaultSamples, "samples per configuration (1..1000000)")
 	cmd.Flags().StringVar(&queuer, "queuer", "other", "class of the queuing thread and of the probe's waker: other (SCHED_OTHER) or fifo (SCHED_FIFO)")
 	cmd.Flags().IntVar(&goLoad, "go-load", 0, "goroutines of wqlab itself that spin during the run, keeping every P busy (0..1024)")
+	cmd.Flags().IntVar(&wqLoad, "wq-load", 0, fmt.Sprintf("CPU-bound 2 ms items kept in flight on a default queue of wqlab itself during the run (0..%d)", driver.MaxWQLoad))
 	cmd.Flags().StringSliceVar(&only, "configs", nil, "rows to measure, comma-separated names (default all): "+strings.Join(wake.Configs(), ", "))
 	cmd.Flags().DurationVar(&gap, "gap", 200*time.Microsecond, "pause between two samples")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of the table")

@@ -139,3 +139,38 @@ func TestWakeExplainEndToEnd(t *testing.T) {
 		t.Errorf("causes %v sum to %d, want 20", res.Explain.Rows[0].Causes, n)
 	}
 }
+
+// TestWakeWQLoad runs `wqlab wake --wq-load 2`: the load of gowq's own
+// default queue is named with the items it ran, and a bad value is
+// refused with the flag's range.
+func TestWakeWQLoad(t *testing.T) {
+	code, stdout, stderr := run(t, "wake", "--load", "none", "--samples", "20", "--wq-load", "2",
+		"--configs", "raw probe SCHED_OTHER,go statement")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "gowq load: 2 CPU-bound items of 2ms in flight on a default queue") {
+		t.Errorf("output lacks the wq-load line:\n%s", stdout)
+	}
+	code, _, stderr = run(t, "wake", "--wq-load", "-1")
+	if code == exitOK || !strings.Contains(stderr, "--wq-load -1") {
+		t.Errorf("--wq-load -1: exit %d, %s", code, stderr)
+	}
+}
+
+// TestRTBesideEndToEnd runs `wqlab rt-beside` briefly: three setups, the
+// goal lines where the RT setups could run (they need SCHED_FIFO).
+func TestRTBesideEndToEnd(t *testing.T) {
+	code, stdout, stderr := run(t, "rt-beside", "--rounds", "1", "--segment", "150ms")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"| gowq RT beside a default queue ", "| gowq RT beside a Threads() queue ", "| two ants pools ", "bg items/s"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if !strings.Contains(stdout, "skipped") && !strings.Contains(stdout, "goal 3: background items/s") {
+		t.Errorf("no goal lines although the RT setups ran:\n%s", stdout)
+	}
+}

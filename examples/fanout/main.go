@@ -50,7 +50,11 @@ func handler(q *wq.Workqueue) http.HandlerFunc {
 }
 
 func main() {
-	q, err := wq.Alloc("verity", wq.Unbound|wq.HighPri, 0, wq.AllowRTFallback())
+	// The default queue (normal class, every CPU, goroutine workers):
+	// the class that measured best for this kind of work
+	// (BenchmarkFanoutClasses; docs/go-users.md, "Which queue for which
+	// work").
+	q, err := wq.Alloc("verity", wq.Unbound, 0)
 	if err != nil {
 		log.Fatal(err)
 	}

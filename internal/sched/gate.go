@@ -112,6 +112,28 @@ func CheckThreads() error {
 	return checkLocked()
 }
 
+// GateHeadroom returns how many more threads the gate would allow now:
+// the headroom of the tightest limit, less the creations in progress and
+// the margin (GateMargin); zero or less means none, and math.MaxInt means
+// that no limit applies. It reads the limits (about 20 us) and blocks for
+// other creations' readings. Safe from any goroutine. Package wq bounds
+// goroutine items in flight by it: the Go runtime creates a thread for
+// each one that blocks in a system call.
+func GateHeadroom() int {
+	gate.mu.Lock()
+	defer gate.mu.Unlock()
+	n, _, err := gate.read()
+	if err != nil {
+		gate.errOnce.Do(func() {
+			slog.Warn("gowq: cannot read all thread limits; unread ones are not enforced", "err", err)
+		})
+	}
+	if n == math.MaxInt {
+		return n
+	}
+	return n - gate.starting - GateMargin()
+}
+
 // GateStarting returns how many creations the gate allowed whose
 // goroutine does not hold its own thread yet (for tests: a thread count
 // read while it is above zero misses those threads). Blocks for other

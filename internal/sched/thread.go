@@ -3,6 +3,7 @@ package sched
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -240,6 +241,12 @@ func ReserveP(n int) {
 	if n == 0 {
 		return
 	}
+	reservations.Store(max(0, reservations.Load()+int32(n)))
+	if h := reserveHook.Load(); h != nil {
+		// After the new GOMAXPROCS is set (deferred calls run last in,
+		// first out: this one before the unlock).
+		defer (*h)()
+	}
 	if cur := runtime.GOMAXPROCS(0); cur != r.at {
 		r.base, r.extra = cur, 0
 	}
@@ -250,6 +257,31 @@ func ReserveP(n int) {
 	r.extra = extra
 	r.at = r.base + r.extra
 	runtime.GOMAXPROCS(r.at)
+}
+
+// reservations counts the live reservations (the sum of ReserveP's n,
+// never below 0), also those a GOMAXPROCS set by the program has
+// absorbed into its base.
+var reservations atomic.Int32
+
+// reserveHook, if set, is called after every change of the reservations,
+// with pReserve.mu held (it must not call ReserveP).
+var reserveHook atomic.Pointer[func()]
+
+// ReservedPs returns how many Ps are reserved for RT threads now (live
+// ReserveP reservations). Never blocks; about 1 ns.
+func ReservedPs() int { return int(reservations.Load()) }
+
+// SetReserveHook makes f run after every ReserveP that changes the
+// reservations, once GOMAXPROCS is set (nil: none). f runs under
+// ReserveP's lock: it must not call ReserveP. Used by package wq to keep
+// goroutine items off the reserved Ps.
+func SetReserveHook(f func()) {
+	if f == nil {
+		reserveHook.Store(nil)
+		return
+	}
+	reserveHook.Store(&f)
 }
 
 // Claimed reports whether a GoLocked goroutine owns thread tid now.
