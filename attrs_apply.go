@@ -45,7 +45,8 @@ type Attrs struct {
 	// Nice is the workers' nice (-20..19). It is the "nice" attribute of
 	// an unbound queue of PolicyNormal; on the other queues (per-CPU, RT)
 	// and classes (HighPri, FIFO) the class fixes it, and Attrs reports
-	// that value. A goroutine-backed queue (nice 0 or the process's nice;
+	// that value. A goroutine-backed queue (nice 0 or the nice of every
+	// thread the runtime may run its items on;
 	// Workqueue.GoroutineBacked) has no threads of its own: its items
 	// run at the nice of the process's threads, whatever Nice says.
 	Nice int

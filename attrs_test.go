@@ -3,6 +3,7 @@ package wq_test
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -519,4 +520,117 @@ func TestHugeEscapeAfterDoesNotEscapeAtOnce(t *testing.T) {
 			t.Errorf("escape_after %d: ESC %d", int64(d), st.ESC)
 		}
 	}
+}
+
+// attrValues reads every attribute of q (nil q: every global attribute).
+func attrValues(t *testing.T, q *wq.Workqueue) map[string]string {
+	out := map[string]string{}
+	if q == nil {
+		for _, n := range wq.GlobalAttrNames() {
+			v, err := wq.GlobalAttr(n)
+			if err != nil {
+				t.Fatalf("GlobalAttr(%q): %v", n, err)
+			}
+			out[n] = v
+		}
+		return out
+	}
+	for _, n := range q.AttrNames() {
+		v, err := q.Attr(n)
+		if err != nil {
+			t.Fatalf("%s: Attr(%q): %v", q.Name(), n, err)
+		}
+		out[n] = v
+	}
+	return out
+}
+
+// FuzzSetAttr writes arbitrary values to every queue attribute (per-CPU,
+// unbound and ordered queues) and every global attribute. Properties: no
+// panic; a refused write changes nothing; an accepted value reads back as
+// a value that is accepted again and changes nothing more; the queue
+// still runs an item afterwards. Globals are restored after each input.
+func FuzzSetAttr(f *testing.F) {
+	values := []string{"0", "1", "-1", "5", "19", "-20", "2048", "2049", "ff", "1-3", "0,1", "", " 1", "1\n",
+		"cpu", "smt", "cache", "cache_shard", "numa", "system", "default", "normal", "highpri", "fifo",
+		"Y", "N", "50us", "1ms", "-5ms", "18446744073709551616", "9223372036854775807", "0x1", "1e3", "\x00"}
+	names := []string{"per_cpu", "max_active", "policy", "nice", "cpumask", "affinity_scope", "affinity_strict",
+		"escape_after", "nosuch"}
+	names = append(names, wq.GlobalAttrNames()...)
+	for i, n := range names {
+		for j, v := range values {
+			if (i+j)%3 == 0 {
+				f.Add(uint8(i+j), n, v)
+			}
+		}
+	}
+	captureErrors(f)
+	percpu, err := wq.Alloc("fuzz-attr-percpu", wq.PerCPU, 0)
+	if err != nil {
+		f.Fatal(err)
+	}
+	unbound, err := wq.Alloc("fuzz-attr-unbound", wq.Unbound, 0)
+	if err != nil {
+		f.Fatal(err)
+	}
+	ordered, err := wq.AllocOrdered("fuzz-attr-ordered", 0)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { percpu.Destroy(); unbound.Destroy(); ordered.Destroy() })
+	queues := []*wq.Workqueue{percpu, unbound, ordered, nil}
+	f.Fuzz(func(t *testing.T, target uint8, name, value string) {
+		q := queues[int(target)%len(queues)]
+		globals := attrValues(t, nil)
+		defer func() {
+			// Globals are the process's: put back what the input changed
+			// (twice: one value may depend on another).
+			for range 2 {
+				for n, v := range globals {
+					if cur, _ := wq.GlobalAttr(n); cur != v {
+						_ = wq.SetGlobalAttr(n, v)
+					}
+				}
+			}
+		}()
+		set := func(name, value string) error {
+			if q == nil {
+				return wq.SetGlobalAttr(name, value)
+			}
+			return q.SetAttr(name, value)
+		}
+		read := func(name string) (string, error) {
+			if q == nil {
+				return wq.GlobalAttr(name)
+			}
+			return q.Attr(name)
+		}
+		before := attrValues(t, q)
+		if err := set(name, value); err != nil {
+			if after := attrValues(t, q); !maps.Equal(before, after) {
+				t.Fatalf("refused write %q=%q (%v) changed the attributes: %v -> %v", name, value, err, before, after)
+			}
+		} else {
+			got, err := read(name)
+			if err != nil {
+				t.Fatalf("accepted %q=%q, then Attr: %v", name, value, err)
+			}
+			mid := attrValues(t, q)
+			if err := set(name, got); err != nil {
+				t.Fatalf("accepted %q=%q, read back %q, which is refused: %v", name, value, got, err)
+			}
+			if after := attrValues(t, q); !maps.Equal(mid, after) {
+				t.Fatalf("writing back %q=%q changed the attributes: %v -> %v", name, got, mid, after)
+			}
+		}
+		for _, rq := range queues[:3] {
+			ran := make(chan struct{})
+			rq.Queue(wq.NewWork(func() { close(ran) }))
+			select {
+			case <-ran:
+			case <-time.After(testutil.Timeout):
+				t.Fatalf("%s: an item did not run after %q=%q", rq.Name(), name, value)
+			}
+		}
+	})
 }

@@ -339,34 +339,36 @@ func (q *Workqueue) unreserve() {
 	}
 }
 
-// backlogStats fills the backlog fields of Stats. Called with q.mu held;
+// backlogStats fills the backlog fields of Stats. Called with statsMu held;
 // takes no pool lock (Stats may be called from a tracer under one), only
 // the key shards' locks, which no tracer callback runs under.
 //
-// It adds nothing to the queue path: the items on q's lists are the
+// Pending adds nothing to the queue path: the items on q's lists are the
 // max_active counts of q's limits, nrInactive (inactive) plus nrActive
 // (on a worklist, a scheduled list, or running), less the running ones
 // (started - freed: freed counts with the slot, under the same pool lock,
 // because completed counts before flush waiters are released, and an item
 // whose Flush returned must not count as waiting while its worker is still
-// to free its slot). An item counts as added once it is started, waiting,
-// or was unlinked by a grab. The counters are read one after the other
-// without locks: exact when nothing is queued, started or freed during
-// the call, otherwise off by at most those items; never below 0.
+// to free its slot). The counters are read one after the other without
+// locks: exact when nothing is queued, started or freed during the call,
+// otherwise off by at most those items; never below 0. Adds is one
+// counter per pwq, counted where an item is linked (pwq.link), and the
+// sum is taken under statsMu, which folds released pwqs: it never
+// decreases.
 func (q *Workqueue) backlogStats(s *QueueStats, pwqs []*pwq) {
 	s.MaxPending = int(q.bp.max)
-	var started, freed, unlinked, listed int64
+	var started, freed, adds, listed int64
 	for _, st := range append([]*pwqStats{&q.retired}, statsOf(pwqs)...) {
 		freed += st.freed.Load()
 		started += st.started.Load()
-		unlinked += st.unlinked.Load()
+		adds += st.adds.Load()
 	}
 	for _, l := range q.lims {
 		listed += int64(l.nrActive.Load()) + int64(l.nrInactive.Load())
 	}
 	waiting := max(listed-(started-freed), 0)
 	s.Pending = waiting + int64(q.chained())
-	s.Adds = started + waiting + unlinked
+	s.Adds = adds
 }
 
 func statsOf(pwqs []*pwq) []*pwqStats {

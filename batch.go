@@ -87,6 +87,8 @@ func (pm *poolMutex) unlockPlugged(plug *wakePlug) {
 // the first instance (it is no longer pending) before the second is
 // reached, exactly as two Queue calls would; otherwise the second is
 // skipped as pending. The returned count includes both.
+// Every exit wakes the pools of the items queued, also a panic or
+// runtime.Goexit in an error handler or tracer part-way through.
 // Never blocks; no allocation for batches that touch at most 8 pools.
 // Safe from any goroutine, also from a work function (then, as Queue, it
 // is chained work on a draining queue). A nil q queues nothing and
@@ -97,12 +99,15 @@ func (q *Workqueue) QueueBatch(ws ...*Work) int {
 		return 0
 	}
 	var plug wakePlug
+	// Deferred: an error handler or tracer that panics or calls
+	// runtime.Goexit part-way through must not lose the wake-ups held
+	// for the items already queued.
+	defer plug.finish()
 	n := 0
 	for _, w := range ws {
 		if q.result("queue_work_on", w, q.queueOnErr(cpuUnbound, w, &plug)) {
 			n++
 		}
 	}
-	plug.finish()
 	return n
 }

@@ -2,6 +2,7 @@ package wq_test
 
 import (
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/gowq/wq"
 	"github.com/gowq/wq/internal/labsys"
+	"github.com/gowq/wq/internal/testutil"
+	"github.com/gowq/wq/wqtrace"
 )
 
 // QueueBatch queues every item once: the count is the number of items
@@ -233,6 +236,69 @@ func TestQueueBatchDuplicateCountMatchesRuns(t *testing.T) {
 		}
 		if got := runs.Load(); got != counted {
 			t.Errorf("%v: QueueBatch counted %d queued, %d runs", flags, counted, got)
+		}
+	}
+}
+
+// A QueueBatch whose error handler or tracer ends the caller's goroutine
+// with runtime.Goexit part-way through (as t.FailNow or gomock do) still
+// wakes the pool of the items it had queued: an accepted item runs and
+// Flush returns. Catches a held wake-up lost on an exit path.
+func TestQueueBatchGoexitReleasesPlug(t *testing.T) {
+	for _, exit := range []string{"error-handler", "tracer"} {
+		for _, kind := range []struct {
+			name string
+			opts []wq.Option
+		}{{"goroutines", nil}, {"threads", []wq.Option{wq.Threads()}}} {
+			t.Run(exit+"/"+kind.name, func(t *testing.T) {
+				name := "batch-goexit-" + exit + "-" + kind.name
+				opts := kind.opts
+				if exit == "error-handler" {
+					opts = append(opts, wq.WithErrorHandler(func(op, fn string, err error) {
+						if errors.Is(err, wq.ErrNoFunc) {
+							runtime.Goexit()
+						}
+					}))
+				}
+				q := mustAlloc(t, name, wq.Unbound, 0, opts...)
+				// Let the pool's first worker park: the batch's item then
+				// needs the held wake-up.
+				q.Queue(wq.NewWork(func() {}))
+				q.Flush()
+				waitFor(t, "pool idle", func() bool { return poolsIdle(q) })
+				time.Sleep(20 * time.Millisecond)
+				ran := make(chan struct{})
+				a := wq.NewWork(func() { close(ran) })
+				second := wq.NewWork(func() {})
+				batch := []*wq.Work{a, nil}
+				if exit == "tracer" {
+					batch = []*wq.Work{a, second}
+					var n atomic.Int32
+					wq.SetTracer(tracerFunc(func(ev *wqtrace.Event) {
+						if ev.Kind == wqtrace.QueueWork && ev.Workqueue == name && n.Add(1) == 2 {
+							runtime.Goexit()
+						}
+					}))
+					t.Cleanup(func() { wq.SetTracer(nil) })
+				}
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					q.QueueBatch(batch...)
+					t.Error("QueueBatch returned; the Goexit did not happen")
+				}()
+				waitChan(t, "QueueBatch's goroutine", done)
+				wq.SetTracer(nil)
+				select {
+				case <-ran:
+				case <-time.After(testutil.Timeout):
+					// Wake the pool with a plain Queue, so that the
+					// queue's Destroy does not hang after the failure.
+					t.Error("the accepted item did not run: its wake-up was lost")
+					q.Queue(wq.NewWork(func() {}))
+				}
+				mustReturn(t, "Flush", q.Flush)
+			})
 		}
 	}
 }

@@ -1,11 +1,15 @@
 package wq
 
 import (
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gowq/wq/internal/measure"
 	"github.com/gowq/wq/internal/sched"
+	"github.com/gowq/wq/internal/testutil"
+	"github.com/gowq/wq/wqtrace"
 )
 
 // spinThreadCPU burns at least d of the calling thread's CPU time.
@@ -125,4 +129,98 @@ func TestCPUTimeOwedToRetiredPwqIsKept(t *testing.T) {
 	if got < used {
 		t.Errorf("Stats().CPUTime = %v, want at least the %v the items used (CPU charged to the retired pwq was lost)", got, used)
 	}
+}
+
+type startTracer func(ev *wqtrace.Event)
+
+func (f startTracer) Trace(ev *wqtrace.Event) { f(ev) }
+
+// TestCPUTimeNotChargedFromAnotherThreadAtStart: a worker that owes CPU
+// to one pwq settles it before it starts an item of another; if the
+// execute_start tracer moved its goroutine off the thread, the clock it
+// would read is another thread's. Fault caught: settleCPU charging the
+// difference between that clock and the worker thread's last read
+// (negative: the first queue's CPUTime went down by what its earlier
+// item used).
+func TestCPUTimeNotChargedFromAnotherThreadAtStart(t *testing.T) {
+	measure.CPUAccounting.Store(true) // the default
+	why := ""
+	for attempt := range 10 {
+		if why = cpuMovedAtStartAttempt(t, attempt); why == "" {
+			return
+		}
+	}
+	t.Skip(why)
+}
+
+// cpuMovedAtStartAttempt is one attempt of
+// TestCPUTimeNotChargedFromAnotherThreadAtStart; it returns why it
+// tested nothing, or "".
+func cpuMovedAtStartAttempt(t *testing.T, attempt int) string {
+	q1, err := Alloc(fmt.Sprintf("cpu-moved-start-1-%d", attempt), Unbound, 1, Threads())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q1.Destroy()
+	q2, err := Alloc(fmt.Sprintf("cpu-moved-start-2-%d", attempt), Unbound, 1, Threads())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q2.Destroy()
+	type seen struct {
+		burnTid, startTid int
+		burnt             time.Duration
+		moved             bool
+	}
+	res := make(chan seen, 1)
+	var s seen
+	var fired atomic.Bool
+	SetTracer(startTracer(func(ev *wqtrace.Event) {
+		if ev.Kind == wqtrace.ExecuteStart && ev.Workqueue == q2.Name() && fired.CompareAndSwap(false, true) {
+			s.startTid = sched.Gettid()
+			s.moved = moveOffThread()
+		}
+	}))
+	defer SetTracer(nil)
+	// The first item burns (charged at its end); the second is short, so
+	// that the worker owes q1 its CPU at the start of the third, q2's,
+	// which the tracer moves off the thread at execute_start.
+	third := func() { res <- s }
+	second := func() {
+		if err := q2.Go(third); err != nil {
+			panic(err)
+		}
+	}
+	if err := q1.Go(func() {
+		s.burnTid = sched.Gettid()
+		c0 := sched.SelfCPUTime()
+		spinThreadCPU(300 * time.Millisecond)
+		s.burnt = time.Duration(sched.SelfCPUTime() - c0)
+		if err := q1.Go(second); err != nil {
+			panic(err)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case s = <-res:
+	case <-time.After(testutil.Timeout):
+		t.Fatal("the third item did not run")
+	}
+	SetTracer(nil)
+	if s.burnTid != s.startTid {
+		return "the items ran on different worker threads"
+	}
+	if !s.moved {
+		return "the tracer's goroutine did not move to another thread"
+	}
+	q1.Flush()
+	q2.Flush()
+	if got := q1.Stats().CPUTime; got < s.burnt {
+		t.Errorf("q1's Stats().CPUTime = %v after an item that used %v; want at least that (a charge read from another thread's clock)", got, s.burnt)
+	}
+	if proc, got := time.Duration(sched.ProcessCPUTime()), q1.Stats().CPUTime+q2.Stats().CPUTime; got > proc {
+		t.Errorf("CPUTime %v, more than the process's CPU time %v", got, proc)
+	}
+	return ""
 }

@@ -102,7 +102,9 @@
 // # Goroutine-backed pools
 //
 // An unbound or ordered queue whose attributes are the process's own (the
-// normal class at nice 0 or at the process's nice, a cpumask covering
+// normal class at nice 0, or at a nice that every thread the Go runtime
+// may run the items on has, as in a process started with nice -n 5 but
+// not after a renice -p of its main thread alone; a cpumask covering
 // every CPU the process may use, not strict) has nothing to set on a
 // thread. Its pool's workers are plain goroutines that park on a channel
 // of their own, so a wake-up is a goroutine hand-off with no system call,

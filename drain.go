@@ -222,9 +222,8 @@ func (q *Workqueue) destroyRest() {
 	}
 	q.mu.Lock()
 	pwqs := q.allPwqs
-	q.allPwqs = nil
+	q.releasePwqs(nil, pwqs) // Stats stay readable after Destroy
 	for _, pq := range pwqs {
-		q.retired.addFrom(&pq.stats) // Stats stay readable after Destroy
 		pq.lim.removePwq(pq)
 	}
 	q.table.Store(&pwqTable{cpu: q.table.Load().cpu[:0:0]})

@@ -142,9 +142,9 @@ func (f *Future[T]) cancelTask(err error) {
 
 // inOwnFunction reports whether the caller is the worker running f's
 // function, also when its goroutine left the worker's thread
-// (selfWorkerAnyThread).
+// (selfWorker).
 func (f *Future[T]) inOwnFunction() bool {
-	wk := selfWorkerAnyThread()
+	wk := selfWorker()
 	if wk == nil {
 		return false
 	}

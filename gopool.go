@@ -12,8 +12,9 @@ import (
 // Goroutine-backed pools (docs/design.md, "Goroutine-backed pools").
 //
 // An unbound or ordered pool whose attributes are the process's own (the
-// normal class at nice 0 or at the process's nice, a cpumask covering every
-// CPU the process may use, not strict) has nothing to set on a thread, so
+// normal class at nice 0 or at the nice of every thread the runtime may run
+// the items on: goroutineBacked; a cpumask covering every CPU the process
+// may use, not strict) has nothing to set on a thread, so
 // its workers are plain goroutines: they park on a channel of their own
 // and a wake-up is a goroutine hand-off (the woken goroutine goes to the
 // waker's P, no system call). Everything above the worker (pwqs,
@@ -48,13 +49,10 @@ func init() {
 	}
 }
 
-// gworkers maps the goroutine id of every worker to it, from
-// setGoIdentity or setIdentity to clearIdentity: goroutine workers, for
-// selfWorker, and thread workers and rescuers, for selfWorkerAnyThread
-// (their goroutine may leave their thread). nGoWorkers counts the
-// goroutine workers, so that a caller that is no worker pays the
-// goroutine-id and map lookups in selfWorker only while goroutine workers
-// exist.
+// gworkers maps the goroutine id of every worker (goroutine and thread
+// workers, rescuers) to it, from setGoIdentity or setIdentity to
+// clearIdentity: selfWorker's lookup (worker.go, "Identity").
+// nGoWorkers counts the goroutine workers.
 var (
 	gworkers   sched.ByGoroutine[*worker]
 	nGoWorkers atomic.Int32
@@ -75,30 +73,33 @@ var (
 // for every default queue.
 func Threads() Option { return func(o *options) { o.threads = true } }
 
-// processNice returns the nice of the process (its main thread), or 0 if
-// it cannot be read.
-func processNice() int {
-	a, err := sched.GetAttr(os.Getpid())
-	if err != nil || a.Policy != sched.PolicyNormal {
-		return 0
-	}
-	return a.Nice
-}
-
 // goroutineBacked reports whether an unbound pool with these attributes
-// gets goroutine workers: class normal at nice 0 or at the process's nice,
-// allow covering every CPU the process may use (online), not strict, and
-// neither the queue (Threads) nor the process (GOWQ_THREADS) asked for
-// threads. Called with q.mu held, at table install time.
+// gets goroutine workers: class normal, allow covering every CPU the
+// process may use (online), not strict, neither the queue (Threads) nor
+// the process (GOWQ_THREADS) asked for threads, and a nice that holds on
+// every thread the items may run on. Nice 0, the normal class's, always
+// qualifies: a default queue's items run on the runtime's threads,
+// niced or not, as every goroutine does (and a thread worker of a niced
+// unprivileged process could not get nice 0 either). Another nice
+// qualifies only when every thread on which the Go runtime may run the
+// items has it (sched.RuntimeNice: every thread but gowq's own locked
+// ones): a process started with nice -n 5 has it on all; a renice -p of
+// the main thread alone does not. Called with q.mu held, once per table
+// install: threads reniced later do not move a queue (an attribute
+// write or hotplug reads them again).
 func (q *Workqueue) goroutineBacked(allow, online topology.CPUSet) bool {
 	if q.threads || forceThreads.Load() || q.attrs.strict {
 		return false
 	}
 	c := q.attrs.class
-	if c.policy != sched.PolicyNormal || (c.nice != 0 && c.nice != processNice()) {
+	if c.policy != sched.PolicyNormal || !allow.Equal(online) {
 		return false
 	}
-	return allow.Equal(online)
+	if c.nice == 0 {
+		return true
+	}
+	nice, uniform := sched.RuntimeNice()
+	return uniform && nice == c.nice
 }
 
 // GoroutineBacked reports whether q's items are run by goroutine workers
@@ -166,30 +167,6 @@ func (wk *worker) unpark() bool {
 		}
 	}
 	return wk.parker.Unpark()
-}
-
-// onGoroutine reports whether the caller is wk's goroutine
-// (sched.GoroutineID), whichever thread it runs on.
-func (wk *worker) onGoroutine() bool {
-	g := wk.goid.Load()
-	if g == 0 {
-		return false
-	}
-	id, ok := sched.GoroutineID()
-	return ok && id == g
-}
-
-// selfGoWorker returns the goroutine worker the caller is, or nil; free
-// while no goroutine worker exists. A thread worker found by goroutine id
-// is not returned: selfWorker finds those only on their thread.
-func selfGoWorker() *worker {
-	if nGoWorkers.Load() == 0 {
-		return nil
-	}
-	if wk := gworkers.Self(); wk != nil && wk.gch != nil && wk.onGoroutine() {
-		return wk
-	}
-	return nil
 }
 
 // lockNoDrain takes the pool lock without draining the incoming stack

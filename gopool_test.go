@@ -2,6 +2,7 @@ package wq_test
 
 import (
 	"errors"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -434,4 +435,87 @@ func BenchmarkBlockingBurst(b *testing.B) {
 	b.ReportMetric(ms(gg), "go-ms/burst")
 	b.ReportMetric(float64(cold)/float64(gg), "cold-x-go")
 	b.ReportMetric(float64(warm)/float64(gg), "warm-x-go")
+}
+
+// nicedQueueItems runs n items on q and returns the nices they ran at.
+func nicedQueueItems(t *testing.T, q *wq.Workqueue, n int) []int {
+	var mu sync.Mutex
+	var got []int
+	for range n {
+		q.Queue(wq.NewWork(func() {
+			a, err := sched.GetAttr(0)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			got = append(got, a.Nice)
+			mu.Unlock()
+			time.Sleep(time.Millisecond) // several threads, not one
+		}))
+	}
+	mustReturn(t, "Flush", q.Flush)
+	return got
+}
+
+// After renice -p of the process (which changes its main thread only), a
+// queue set to the main thread's nice is thread-backed, and every item
+// runs at that nice. Before, it was judged to have "the process's
+// attributes" and put on goroutines, and most items ran at the other
+// threads' nice.
+func TestNicedQueueAfterMainThreadRenice(t *testing.T) {
+	if !inAttrChild() {
+		attrChild(t, "TestNicedQueueAfterMainThreadRenice", false, nil, "")
+		return
+	}
+	main, err := sched.GetAttr(os.Getpid())
+	if err != nil || main.Policy != sched.PolicyNormal {
+		t.Skipf("main thread: %+v, %v", main, err)
+	}
+	target := min(main.Nice+5, 19)
+	if target == main.Nice || target == 0 {
+		t.Skipf("the process runs at nice %d: no higher nice to renice to", main.Nice)
+	}
+	q := mustAlloc(t, "niced-renice", wq.Unbound, 0)
+	nicedQueueItems(t, q, 4) // runtime threads exist before the renice
+	if err := sched.SetAttr(os.Getpid(), sched.Attr{Policy: sched.PolicyNormal, Nice: target}); err != nil {
+		t.Skipf("renice of the main thread: %v", err)
+	}
+	if err := q.SetNice(target); err != nil {
+		t.Fatal(err)
+	}
+	if q.GoroutineBacked() {
+		t.Errorf("a queue at nice %d, the main thread's only, is goroutine-backed", target)
+	}
+	for _, n := range nicedQueueItems(t, q, 12) {
+		if n != target {
+			t.Fatalf("an item ran at nice %d, want the queue's %d", n, target)
+		}
+	}
+}
+
+// In a process started with nice -n 5 (every thread at that nice), a
+// queue set to that nice is goroutine-backed, and its items run at it.
+func TestNicedQueueInNicedProcess(t *testing.T) {
+	if !inAttrChild() {
+		attrChild(t, "TestNicedQueueInNicedProcess", false, []string{"nice", "-n", "5"}, "")
+		return
+	}
+	main, err := sched.GetAttr(os.Getpid())
+	if err != nil || main.Policy != sched.PolicyNormal || main.Nice == 0 {
+		t.Skipf("main thread: %+v, %v (want a niced process)", main, err)
+	}
+	q := mustAlloc(t, "niced-process", wq.Unbound, 0)
+	if err := q.SetNice(main.Nice); err != nil {
+		t.Fatal(err)
+	}
+	threads := os.Getenv("GOWQ_THREADS") != "" && os.Getenv("GOWQ_THREADS") != "0" // every pool on threads
+	if !threads && !q.GoroutineBacked() {
+		t.Errorf("a queue at the nice %d of every thread of the process is not goroutine-backed", main.Nice)
+	}
+	for _, n := range nicedQueueItems(t, q, 12) {
+		if n != main.Nice {
+			t.Fatalf("an item ran at nice %d, want %d", n, main.Nice)
+		}
+	}
 }

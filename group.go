@@ -251,9 +251,9 @@ func (g *Group) setErr(err error) {
 
 // inOwnFunction reports whether the caller is a worker running one of
 // g's functions, also one whose goroutine left the worker's thread
-// (selfWorkerAnyThread).
+// (selfWorker).
 func (g *Group) inOwnFunction() bool {
-	wk := selfWorkerAnyThread()
+	wk := selfWorker()
 	if wk == nil {
 		return false
 	}

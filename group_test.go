@@ -735,3 +735,33 @@ func BenchmarkGroupRound(b *testing.B) {
 		})
 	}
 }
+
+// A Group function's panic is counted in Stats().Panics also after the
+// function moved the worker's goroutine off its thread (the count went to
+// no queue: the by-thread lookup found no worker).
+func TestGroupPanicCountedAfterThreadMove(t *testing.T) {
+	q := mustAlloc(t, "grp-panic-moved", wq.Unbound, 0, wq.Threads())
+	for attempt := 0; ; attempt++ {
+		before := q.Stats().Panics
+		var moved atomic.Bool
+		g, _ := q.NewGroup(context.Background())
+		g.Go(func(context.Context) error {
+			moved.Store(wq.MoveOffThread())
+			panic("boom after the move")
+		})
+		var pe *wq.PanicError
+		if err := g.Wait(); !errors.As(err, &pe) {
+			t.Fatalf("Group.Wait = %v, want a *PanicError", err)
+		}
+		if !moved.Load() {
+			if attempt < 5 {
+				continue
+			}
+			t.Skip("the function's goroutine did not move to another thread")
+		}
+		if got := q.Stats().Panics - before; got != 1 {
+			t.Errorf("Stats().Panics grew by %d for one panic after the move, want 1", got)
+		}
+		return
+	}
+}

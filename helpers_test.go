@@ -101,7 +101,7 @@ func mustAlloc(t *testing.T, name string, flags wq.Flags, maxActive int, opts ..
 }
 
 // captureErrors collects what the error handler reports during the test.
-func captureErrors(t *testing.T) *errLog {
+func captureErrors(t testing.TB) *errLog {
 	l := &errLog{}
 	wq.SetErrorHandler(func(op, fn string, err error) {
 		l.mu.Lock()

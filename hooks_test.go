@@ -14,6 +14,7 @@ import (
 
 	"github.com/gowq/wq"
 	"github.com/gowq/wq/wqtrace"
+	"golang.org/x/sys/unix"
 )
 
 func tracerTimerTarget() {}
@@ -423,4 +424,65 @@ func TestQueueType(t *testing.T) {
 	if s := wq.QueueType(9).String(); s != "QueueType(9)" {
 		t.Errorf("QueueType(9).String() = %q", s)
 	}
+}
+
+// moveOffThreadHeld unlocks the calling goroutine from its thread (every
+// lock level) and moves it to another thread, which it keeps occupied by
+// a locked helper goroutine until release is called, so that the caller
+// cannot come back to it meanwhile. ok is false if no move happened.
+func moveOffThreadHeld() (release func(), ok bool) {
+	old := unix.Gettid()
+	for range 200 {
+		runtime.UnlockOSThread()
+	}
+	for range 200 {
+		hold := make(chan struct{})
+		got := make(chan int)
+		go func() {
+			runtime.LockOSThread()
+			got <- unix.Gettid()
+			<-hold
+			runtime.UnlockOSThread()
+		}()
+		time.Sleep(50 * time.Microsecond)
+		if <-got == old && unix.Gettid() != old {
+			return func() { close(hold) }, true
+		}
+		close(hold)
+	}
+	return func() {}, false
+}
+
+// A tracer may cancel the item of a queue_work event (Cancel returns
+// false: the item is in transit, held by the tracer's own goroutine) also
+// after it moved its goroutine to another thread. Before, the in-transit
+// mark was the queuing thread's id, and Cancel waited for the item
+// forever.
+func TestTracerMayCancelItemOnQueueWorkAfterMove(t *testing.T) {
+	q := mustAlloc(t, "tracer-cancel-moved", wq.Unbound, 0)
+	var w *wq.Work
+	ran := make(chan struct{}, 1)
+	w = wq.NewWork(func() { ran <- struct{}{} })
+	var moved, cancelled atomic.Bool
+	var fired atomic.Int32
+	wq.SetTracer(tracerFunc(func(ev *wqtrace.Event) {
+		if ev.Kind != wqtrace.QueueWork || ev.Workqueue != q.Name() || fired.Add(1) != 1 {
+			return
+		}
+		release, ok := moveOffThreadHeld()
+		moved.Store(ok)
+		cancelled.Store(w.Cancel())
+		release()
+	}))
+	t.Cleanup(func() { wq.SetTracer(nil) })
+	var queued bool
+	mustReturn(t, "Queue whose queue_work tracer cancels the item after a thread move", func() { queued = q.Queue(w) })
+	wq.SetTracer(nil)
+	if !moved.Load() {
+		t.Skip("the tracer's goroutine did not move to another thread")
+	}
+	if cancelled.Load() || !queued {
+		t.Errorf("Cancel from the tracer = %v (want false: in transit), Queue = %v (want true)", cancelled.Load(), queued)
+	}
+	waitChan(t, "the item", ran)
 }

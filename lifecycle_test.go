@@ -17,6 +17,7 @@ import (
 
 	"github.com/gowq/wq"
 	"github.com/gowq/wq/internal/sched"
+	"github.com/gowq/wq/internal/testutil"
 	"github.com/gowq/wq/internal/timer"
 	"github.com/gowq/wq/kthread"
 	"github.com/gowq/wq/wqtrace"
@@ -738,5 +739,101 @@ func TestGoexitSurvives(t *testing.T) {
 	w2.Flush()
 	if !ok.Load() {
 		t.Error("pool stalled after runtime.Goexit in a work function")
+	}
+}
+
+// Every self-wait returns ErrDeadlock from the item itself also after a
+// work function moved the worker's goroutine off its thread (unlocked it
+// and blocked): the identity is the goroutine's, not the thread's.
+// Before, each of these waited until its deadline, or forever.
+func TestSelfWaitsAfterThreadMove(t *testing.T) {
+	type call func(ctx context.Context, q *wq.Workqueue, dw *wq.DelayedWork, errs *errLog) error
+	// reported turns a call that returns no error into the ErrDeadlock
+	// it reported, if it did.
+	reported := func(errs *errLog, f func()) error {
+		before := errs.count(wq.ErrDeadlock)
+		f()
+		if errs.count(wq.ErrDeadlock) > before {
+			return wq.ErrDeadlock
+		}
+		return nil
+	}
+	cases := []struct {
+		name string
+		call call
+	}{
+		{"Workqueue.FlushContext", func(ctx context.Context, q *wq.Workqueue, _ *wq.DelayedWork, _ *errLog) error {
+			return q.FlushContext(ctx)
+		}},
+		{"Workqueue.DrainContext", func(ctx context.Context, q *wq.Workqueue, _ *wq.DelayedWork, _ *errLog) error {
+			return q.DrainContext(ctx)
+		}},
+		{"Workqueue.DestroyContext", func(ctx context.Context, q *wq.Workqueue, _ *wq.DelayedWork, _ *errLog) error {
+			return q.DestroyContext(ctx)
+		}},
+		{"Work.FlushContext", func(ctx context.Context, _ *wq.Workqueue, dw *wq.DelayedWork, _ *errLog) error {
+			_, err := dw.Work.FlushContext(ctx)
+			return err
+		}},
+		{"Work.CancelSyncContext", func(ctx context.Context, _ *wq.Workqueue, dw *wq.DelayedWork, _ *errLog) error {
+			_, err := dw.Work.CancelSyncContext(ctx)
+			return err
+		}},
+		{"Work.CancelSync", func(_ context.Context, _ *wq.Workqueue, dw *wq.DelayedWork, errs *errLog) error {
+			return reported(errs, func() { dw.Work.CancelSync() })
+		}},
+		{"Work.DisableSync", func(_ context.Context, _ *wq.Workqueue, dw *wq.DelayedWork, errs *errLog) error {
+			defer dw.Work.Enable()
+			return reported(errs, func() { dw.Work.DisableSync() })
+		}},
+		{"DelayedWork.FlushContext", func(ctx context.Context, q *wq.Workqueue, dw *wq.DelayedWork, _ *errLog) error {
+			q.QueueDelayed(dw, time.Hour) // armed: the flush queues it and would wait for it
+			_, err := dw.FlushContext(ctx)
+			return err
+		}},
+	}
+	errs := captureErrors(t)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			q, err := wq.Alloc("self-wait-moved", wq.Unbound, 0, wq.Threads())
+			if err != nil {
+				t.Fatal(err)
+			}
+			type result struct {
+				moved bool
+				err   error
+			}
+			res := make(chan result, 1)
+			var runs atomic.Int32
+			var dw *wq.DelayedWork
+			dw = wq.NewDelayedWork(func() {
+				if runs.Add(1) > 1 {
+					return // the instance a DelayedWork flush queued
+				}
+				if !wq.MoveOffThread() {
+					res <- result{}
+					return
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 2*testutil.Timeout)
+				defer cancel()
+				res <- result{true, c.call(ctx, q, dw, errs)}
+			})
+			q.Queue(&dw.Work)
+			select {
+			case r := <-res:
+				if !r.moved {
+					q.Destroy()
+					t.Skip("the work function's goroutine did not move to another thread")
+				}
+				if !errors.Is(r.err, wq.ErrDeadlock) {
+					t.Errorf("%s from the item after its goroutine moved = %v, want ErrDeadlock", c.name, r.err)
+				}
+			case <-time.After(testutil.Timeout):
+				// The item waits for itself: q cannot be destroyed.
+				t.Fatalf("%s from the item after its goroutine moved waits (for itself)", c.name)
+			}
+			dw.Cancel()
+			q.Destroy()
+		})
 	}
 }

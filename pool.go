@@ -75,8 +75,28 @@ type poolKey struct {
 //	   struct with its own lock).
 //
 // pool.mu also guards the list links of every Work on worklist or on the
-// inactive list of a pwq of this pool. Lock order: pool.mu before Work.mu;
-// never two pool locks at once.
+// inactive list of a pwq of this pool.
+//
+// Lock order, outermost first; a lock is only taken while holding locks
+// above it: attrMu, Workqueue.destroyMu, Workqueue.flushMu;
+// Workqueue.mu; poolRegistry.mu; pool.mu (never two at once); Work.mu;
+// the leaves, which are taken last and under which nothing else is
+// taken: Workqueue.timerMu, Workqueue.statsMu, activeLimit.mu, the key
+// shards' locks, the backpressure lock.
+//
+// Callbacks (user code) and the locks they run under:
+//   - the tracer: activate_work under pool.mu (the only callback under a
+//     gowq lock, delivered by whoever activates: a queuer, a worker, an
+//     attribute change's scan); queue_work, execute_start and execute_end
+//     under none;
+//   - the stage recorder, the panic handler, the error handler: under
+//     none (a report made with a lock held goes through goReport, on its
+//     own goroutine);
+//   - the logger: under none, except the log of a tracer's panic on
+//     activate_work, under that pool.mu.
+//
+// So a call documented as safe from any tracer event must take only leaf
+// locks: Stats takes statsMu and the key shards' locks.
 type pool struct {
 	key  poolKey // I
 	id   int     // I
@@ -116,7 +136,7 @@ type pool struct {
 	createErr     error // L: last worker creation error
 	createErrs    int64 // L: creation failures since the pool was made
 	createRepAt   int64 // L: ns of the last reported failure (rate limit)
-	classErr      error // L: the class could not be applied exactly (kept the inherited nice); reported once
+	classErr      error // L: the class could not be applied exactly (kept the inherited nice); an Info notice, once per process
 	// A: lock-free copies for Stats, which may be called from a tracer
 	// while a pool lock is held.
 	createErrN   atomic.Int64

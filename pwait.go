@@ -62,6 +62,9 @@ func (wk *worker) notePWait() {
 // chargePWait adds the worker's last wake-up's P wait, if not yet
 // charged, to pq. Called by processOne with the pool lock held.
 func (wk *worker) chargePWait(pq *pwq) {
+	if lockdep {
+		pq.pool.assertHeld()
+	}
 	if wk.pwaitSet {
 		wk.pwaitSet = false
 		if measure.PWait.Load() { // it may have been turned off during the park

@@ -131,6 +131,7 @@ func (pq *pwq) link(w *Work, trace bool) bool {
 		pq.pool.assertHeld()
 	}
 	w.color = pq.color
+	pq.stats.adds.Add(1)
 	pq.nrInFlight[w.color]++
 	w.pwq.Store(pq)
 	l := pq.lim
@@ -219,7 +220,6 @@ func (pq *pwq) unlink(w *Work) bool {
 		pq.pool.assertHeld()
 	}
 	w.pwq.Store(nil)
-	pq.stats.unlinked.Add(1)
 	w.unpend() // the grabber wakes QueueContext waiters (grabFromPwq)
 	pq.doneInFlight(w.color)
 	if w.list() == &pq.inactive {
@@ -252,7 +252,7 @@ type pwqStats struct {
 	rescued      atomic.Int64 // items run by the rescuer
 	escaped      atomic.Int64 // ESC: items run off their CPU by the escaper (escape_after)
 	panics       atomic.Int64 // work functions that panicked
-	unlinked     atomic.Int64 // items unlinked from the pwq's lists by a grab or CancelPending (Stats' Adds)
+	adds         atomic.Int64 // items linked into the pwq (Stats' Adds), counted in link
 	freed        atomic.Int64 // started items whose max_active slot was freed after their run (Stats' Pending)
 	latency      latencyHist  // queue-to-start
 	exec         latencyHist  // execution time (start to end)
@@ -295,7 +295,7 @@ func (s *pwqStats) addFrom(o *pwqStats) {
 	s.rescued.Add(o.rescued.Load())
 	s.escaped.Add(o.escaped.Load())
 	s.panics.Add(o.panics.Load())
-	s.unlinked.Add(o.unlinked.Load())
+	s.adds.Add(o.adds.Load())
 	s.freed.Add(o.freed.Load())
 	s.latency.addFrom(&o.latency)
 	s.exec.addFrom(&o.exec)

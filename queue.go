@@ -147,7 +147,7 @@ func (q *Workqueue) queuePendedErr(reqCPU int, w *Work, k admitKind, plug *wakeP
 			// since nobody is left to return the refusal to.
 			runtime.LockOSThread()
 			tid := sched.Gettid()
-			w.transit.Store(int32(tid))
+			w.transit.Store(transitSelf())
 			emit(tr, &wqtrace.Event{Kind: wqtrace.QueueWork, TimeNs: nanotime(), CPU: sched.GetCPU(), TID: tid, Work: w.addr(), Function: w.Func(), Workqueue: q.name, ReqCPU: reqCPU, TargetCPU: target},
 				func() {
 					w.transit.Store(0)
@@ -201,10 +201,19 @@ func (q *Workqueue) queuePendedErr(reqCPU int, w *Work, k admitKind, plug *wakeP
 	}
 }
 
+// transitSelf is the caller's identity for Work.transit: its goroutine
+// id, or its negated tid where goroutine ids cannot be read.
+func transitSelf() int64 {
+	if id, ok := sched.GoroutineID(); ok {
+		return id
+	}
+	return -int64(sched.Gettid())
+}
+
 // isChained reports whether the caller is a worker (or the rescuer)
-// executing an item of q (is_chained_work). Costs a gettid and a map
-// lookup; exact, since a worker's tid is registered only while its thread
-// lives.
+// executing an item of q (is_chained_work), also one whose goroutine a
+// work function moved off its thread. Costs selfWorker (a goroutine id
+// and a map lookup); exact.
 func (q *Workqueue) isChained() bool {
 	wk := selfWorker()
 	if wk == nil {

@@ -40,11 +40,11 @@ func moveOffThread() bool {
 	return false
 }
 
-// TestSelfWorkerAfterGoroutineLeftThread catches a self lookup for the
-// self-wait checks (selfWorkerAnyThread) that loses a thread worker whose
-// goroutine left its thread, a selfWorker that finds such a worker off its
-// thread (isChained and the per-CPU checks need the thread), and a
-// goroutine-id record that outlives the retired worker.
+// TestSelfWorkerAfterGoroutineLeftThread catches a self lookup (selfWorker,
+// onSelf: every self-wait and attribution) that loses a thread worker
+// whose goroutine left its thread, a worker's thread that still answers
+// for it after that, and a goroutine-id record that outlives the retired
+// worker.
 func TestSelfWorkerAfterGoroutineLeftThread(t *testing.T) {
 	q, err := Alloc("self-left-thread", Unbound, 0, Threads())
 	if err != nil {
@@ -70,15 +70,17 @@ func TestSelfWorkerAfterGoroutineLeftThread(t *testing.T) {
 		t.Fatal("no goroutine worker while a goroutine-backed queue runs an item")
 	}
 	type seen struct {
-		before, self, any *worker
-		moved             bool
+		before, self *worker
+		onSelf       bool
+		moved        bool
 	}
 	res := make(chan seen, 1)
 	if err := q.Go(func() {
 		var s seen
 		s.before = selfWorker()
 		s.moved = moveOffThread()
-		s.self, s.any = selfWorker(), selfWorkerAnyThread()
+		s.self = selfWorker()
+		s.onSelf = s.before != nil && s.before.onSelf()
 		res <- s
 	}); err != nil {
 		t.Fatal(err)
@@ -90,11 +92,8 @@ func TestSelfWorkerAfterGoroutineLeftThread(t *testing.T) {
 	if !s.moved {
 		t.Skip("the work function's goroutine did not move to another thread")
 	}
-	if s.any != s.before {
-		t.Errorf("selfWorkerAnyThread after the goroutine left the thread = %p, want the worker %p", s.any, s.before)
-	}
-	if s.self != nil {
-		t.Errorf("selfWorker after the goroutine left the thread = %p, want nil (the worker is found only on its thread)", s.self)
+	if s.self != s.before || !s.onSelf {
+		t.Errorf("after the goroutine left the thread: selfWorker = %p (want the worker %p), onSelf %v (want true)", s.self, s.before, s.onSelf)
 	}
 	// clearIdentity forgets the goroutine in gworkers and then clears goid.
 	testutil.WaitFor(t, "the retired worker's goroutine id to be forgotten", func() bool {
@@ -103,10 +102,10 @@ func TestSelfWorkerAfterGoroutineLeftThread(t *testing.T) {
 }
 
 // BenchmarkSelfWorkerLookup measures the self lookups of a caller that is
-// no worker (a Wait that blocks pays one): selfWorker (thread lookup, then
-// the goroutine lookup while goroutine workers exist),
-// selfWorkerAnyThread (thread lookup, then always the goroutine lookup)
-// and the goroutine lookup alone, with no goroutine worker and with one.
+// no worker (a Wait that blocks pays one): selfWorker (a goroutine id and
+// a map lookup), the goroutine lookup alone, and the tid registry's
+// lookup (the fallback where goroutine ids cannot be read), with no
+// goroutine worker and with one.
 func BenchmarkSelfWorkerLookup(b *testing.B) {
 	run := func(b *testing.B) {
 		b.Run("selfWorker", func(b *testing.B) {
@@ -123,9 +122,9 @@ func BenchmarkSelfWorkerLookup(b *testing.B) {
 				}
 			}
 		})
-		b.Run("selfWorkerAnyThread", func(b *testing.B) {
+		b.Run("threadLookup", func(b *testing.B) {
 			for range b.N {
-				if selfWorkerAnyThread() != nil {
+				if _, ok := workers.Self(); ok {
 					b.Fatal("the benchmark goroutine is a worker")
 				}
 			}

@@ -71,8 +71,9 @@ type QueueStats struct {
 	// otherwise.
 	FallbackReason string
 	// CreateErrors counts failed worker creations in the queue's pools
-	// (thread limits, attributes the kernel refused); CreateError is the
-	// latest, "" when none. While creation fails, pools retry every 100 ms
+	// (thread limits, attributes the kernel refused), also in pools it no
+	// longer uses (after an attribute change or Destroy); CreateError is
+	// the latest, "" when none. While creation fails, pools retry every 100 ms
 	// and summon the rescuer of MemReclaim queues.
 	CreateErrors int64
 	CreateError  string
@@ -85,7 +86,7 @@ type QueueStats struct {
 	// counts when it reaches the queue). MaxPending is the queue's n, 0
 	// when unbounded: the queue holds at most MaxActive + n items, the
 	// running ones included, so Pending can reach n plus the places of
-	// max_active that no item holds. Both are read without locks, counter after
+	// max_active that no item holds. Pending is read without locks, counter after
 	// counter: exact when nothing is queued, started or finished during
 	// the call, otherwise off by at most those items.
 	Pending    int64
@@ -99,15 +100,20 @@ type QueueStats struct {
 }
 
 // Stats returns a snapshot of q's counters. It never blocks for long and
-// is safe from any goroutine; counters of different columns may be a few
-// items apart.
+// is safe from any goroutine, also from every tracer event and every
+// callback, under whatever lock it runs (it takes only leaf locks: pool.go's
+// lock key); counters of different columns may be a few items apart.
+// Every counter (Total, CPUTime, CPUItsv, CMW, RPR, Mayday, Rescued,
+// Panics, Pushed, Bounced, ESC, CreateErrors, Adds, and the histograms'
+// counts) is monotonic: a later call never returns less, across attribute
+// changes, hotplug and Destroy.
 func (q *Workqueue) Stats() QueueStats {
-	// Summed under q.mu, so that a pwq retired meanwhile is counted once.
-	q.mu.Lock()
-	defer q.mu.Unlock()
+	// Summed under statsMu, so that a pwq released meanwhile is counted
+	// once (releasePwqs).
+	q.statsMu.Lock()
+	defer q.statsMu.Unlock()
 	pwqs := q.allPwqs
-	pol := q.attrs.policy
-	s := QueueStats{Name: q.name, Flags: q.flags, Policy: pol, Fallback: q.fellBack, FallbackReason: q.fallbackReason,
+	s := QueueStats{Name: q.name, Flags: q.flags, Policy: q.statsPolicy, Fallback: q.fellBack, FallbackReason: q.fallbackReason,
 		EscapeAfter: time.Duration(q.escapeAfter.Load())}
 	seen := map[*pool]bool{}
 	for _, pq := range pwqs {
@@ -123,6 +129,16 @@ func (q *Workqueue) Stats() QueueStats {
 		}
 		if m := p.classErrMsg.Load(); m != nil && s.ClassError == "" {
 			s.ClassError = *m
+		}
+	}
+	for p, g := range q.goneErrs {
+		// A pool the queue stopped using keeps its failures in the count
+		// (a pool used again counts once, at its live value).
+		if !seen[p] {
+			s.CreateErrors += g.n
+			if s.CreateError == "" {
+				s.CreateError = g.msg
+			}
 		}
 	}
 	s.Pushed, s.Bounced = q.pushed.Load(), q.bounced.Load()

@@ -561,3 +561,193 @@ func TestCPUAccountingOffStopsCharging(t *testing.T) {
 		t.Errorf("queue d ran with accounting off, CPUTime %v", c)
 	}
 }
+
+// Stats is safe from every tracer event, also activate_work, which is
+// delivered under the pool lock, while another goroutine changes the
+// queue's attributes (which takes the queue's lock and then the pool
+// locks). Deadlocked within a few flips when Stats took the queue's lock.
+func TestStatsFromTracerUnderAttributeChanges(t *testing.T) {
+	q := mustAlloc(t, "stats-tracer-attrs", wq.Unbound, 0, wq.Threads())
+	nices := [2]int{0, reachableNice(t, 1)} // two classes, two pools
+	var calls atomic.Int64
+	wq.SetTracer(tracerFunc(func(ev *wqtrace.Event) {
+		if ev.Kind == wqtrace.ActivateWork && ev.Workqueue == q.Name() {
+			_ = q.Stats()
+			calls.Add(1)
+		}
+	}))
+	t.Cleanup(func() { wq.SetTracer(nil) })
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ws := make([]*wq.Work, 16)
+			for i := range ws {
+				ws[i] = wq.NewWork(func() {})
+			}
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				for _, w := range ws {
+					q.Queue(w)
+				}
+				// Stats is slow under -race: leave the pool lock free
+				// between bursts, so that a flip is slowed by nothing but
+				// a deadlock.
+				time.Sleep(100 * time.Microsecond)
+			}
+		}()
+	}
+	mustReturn(t, "attribute flips beside a tracer calling Stats", func() {
+		// Flips for 2 s (at least 20): a deadlock came within a few; a
+		// fixed number of flips would only measure the machine's speed.
+		start := time.Now()
+		for i := 0; i < 20 || time.Since(start) < 2*time.Second; i++ {
+			if err := q.SetNice(nices[i%2]); err != nil {
+				t.Errorf("SetNice(%d): %v", nices[i%2], err)
+				break
+			}
+		}
+	})
+	close(stop)
+	wg.Wait()
+	wq.SetTracer(nil)
+	if calls.Load() == 0 {
+		t.Error("the tracer never ran: nothing was tested")
+	}
+}
+
+// statsCounters lists the counters of Stats that must never decrease.
+func statsCounters(s wq.QueueStats) map[string]int64 {
+	return map[string]int64{
+		"Total": s.Total, "CPUTime": int64(s.CPUTime), "CPUItsv": s.CPUItsv, "CMW": s.CMW, "RPR": s.RPR,
+		"Mayday": s.Mayday, "Rescued": s.Rescued, "Panics": s.Panics, "Pushed": s.Pushed, "Bounced": s.Bounced,
+		"ESC": s.ESC, "CreateErrors": s.CreateErrors, "Adds": s.Adds, "Latency.Count": s.Latency.Count,
+		"Exec.Count": s.Exec.Count, "PWait.Count": s.PWait.Count,
+	}
+}
+
+// monotonicScraper reads q.Stats in a loop until stop is closed and
+// reports every counter that went down between two reads.
+func monotonicScraper(t *testing.T, q *wq.Workqueue, stop <-chan struct{}) (wait func() int) {
+	done := make(chan int)
+	go func() {
+		prev := statsCounters(q.Stats())
+		n := 0
+		for {
+			select {
+			case <-stop:
+				done <- n
+				return
+			default:
+			}
+			cur := statsCounters(q.Stats())
+			n++
+			for k, v := range cur {
+				if v < prev[k] {
+					t.Errorf("Stats().%s went down: %d -> %d", k, prev[k], v)
+				}
+			}
+			prev = cur
+		}
+	}()
+	return func() int { return <-done }
+}
+
+// Every exported counter of Stats is monotonic while items are queued,
+// started, cancelled and put back (a tracer's runtime.Goexit at
+// execute_start), and while attribute changes retire pwqs. Adds dropped
+// by one (it was summed from counters read one after the other) and
+// Total dropped when an instance dequeued was put back.
+func TestStatsCountersMonotonic(t *testing.T) {
+	nices := [2]int{0, reachableNice(t, 1)}
+	for _, opts := range [][]wq.Option{nil, {wq.Threads()}} {
+		q := mustAlloc(t, "stats-monotonic", wq.Unbound, 4, opts...)
+		stop := make(chan struct{})
+		wait := monotonicScraper(t, q, stop)
+		var gexit atomic.Int64
+		wq.SetTracer(tracerFunc(func(ev *wqtrace.Event) {
+			// Every 7th start ends the worker's goroutine before the
+			// instance runs: it goes back first in line.
+			if ev.Kind == wqtrace.ExecuteStart && ev.Workqueue == q.Name() && gexit.Add(1)%7 == 0 {
+				runtime.Goexit()
+			}
+		}))
+		var wg sync.WaitGroup
+		for g := range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ws := make([]*wq.Work, 32)
+				for i := range ws {
+					ws[i] = wq.NewWork(func() {})
+				}
+				for round := range 200 {
+					for _, w := range ws {
+						q.Queue(w)
+					}
+					if round%5 == g {
+						for _, w := range ws[:8] {
+							w.Cancel()
+						}
+					}
+					if g == 0 && round%20 == 0 {
+						if err := q.SetNice(nices[round/20%2]); err != nil {
+							t.Errorf("SetNice: %v", err)
+						}
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		wq.SetTracer(nil)
+		q.Flush()
+		close(stop)
+		if n := wait(); n < 10 {
+			t.Errorf("only %d reads of Stats: nothing was tested", n)
+		}
+	}
+}
+
+// CreateErrors keeps the failed worker creations of the pools that the
+// queue stopped using, after an attribute change and after Destroy.
+// Fell to 0 when the failing pool was released.
+func TestCreateErrorsSurviveAttributeChange(t *testing.T) {
+	var fail atomic.Bool
+	wq.SetCreateWorkerHook(func() error {
+		if fail.Load() {
+			return errors.New("injected: no threads")
+		}
+		return nil
+	})
+	t.Cleanup(func() { wq.SetCreateWorkerHook(nil) })
+	captureErrors(t)
+	q, err := wq.Alloc("stats-create-errs", wq.Unbound|wq.MemReclaim, 0, wq.Threads())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fail.Store(true)
+	w := wq.NewWork(func() {})
+	q.Queue(w)
+	waitFor(t, "a failed creation", func() bool { return q.Stats().CreateErrors > 0 })
+	fail.Store(false)
+	mustReturn(t, "Flush", func() { w.Flush() })
+	before := q.Stats().CreateErrors
+	if err := q.SetNice(reachableNice(t, 1)); err != nil {
+		t.Fatal(err)
+	}
+	q.Queue(w)
+	mustReturn(t, "Flush", func() { w.Flush() })
+	if s := q.Stats(); s.CreateErrors < before || s.CreateError == "" {
+		t.Errorf("after the attribute change: CreateErrors %d (was %d), CreateError %q", s.CreateErrors, before, s.CreateError)
+	}
+	q.Destroy()
+	if s := q.Stats(); s.CreateErrors < before {
+		t.Errorf("after Destroy: CreateErrors %d (was %d)", s.CreateErrors, before)
+	}
+}

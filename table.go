@@ -19,6 +19,9 @@ type pwqTable struct {
 // topology and installs it. Old pwqs keep their items, which run to
 // completion on their old pools. Called with mu held.
 func (q *Workqueue) installTable(topo *topology.Topology) {
+	q.statsMu.Lock()
+	q.statsPolicy = q.attrs.policy
+	q.statsMu.Unlock()
 	ncpu := topo.Possible.Last() + 1
 	if n := topo.Online.Last() + 1; n > ncpu {
 		ncpu = n
@@ -30,7 +33,7 @@ func (q *Workqueue) installTable(topo *topology.Topology) {
 			l := &activeLimit{}
 			l.max.Store(int32(maxA))
 			l.frozen.Store(q.frozen.Load()) // a CPU hot-added while frozen
-			q.lims = append(q.lims, l)
+			q.addLim(l)
 		}
 		online := topo.Online
 		for c := 0; c < ncpu; c++ {
@@ -63,7 +66,7 @@ func (q *Workqueue) installTable(topo *topology.Topology) {
 		for len(q.lims) <= idx {
 			l := &activeLimit{ordered: q.ordered}
 			l.frozen.Store(q.frozen.Load())
-			q.lims = append(q.lims, l)
+			q.addLim(l)
 		}
 		return q.lims[idx]
 	}
@@ -138,6 +141,7 @@ func (q *Workqueue) retireIdle() []*pool {
 		current[t.dfl] = true
 	}
 	var puts []*pool
+	var released []*pwq
 	keep := make([]*pwq, 0, len(q.allPwqs))
 	for _, pq := range q.allPwqs {
 		if current[pq] {
@@ -153,11 +157,49 @@ func (q *Workqueue) retireIdle() []*pool {
 			continue
 		}
 		pq.lim.removePwq(pq)
-		q.retired.addFrom(&pq.stats)
+		released = append(released, pq)
 		puts = append(puts, p)
 	}
-	q.allPwqs = keep
+	q.releasePwqs(keep, released)
 	return puts
+}
+
+// releasePwqs makes keep q's pwqs and folds the counters of released,
+// which leave it, into q.retired, in one step for Stats: a counter is
+// never seen twice, nor missing for a moment. The pools' failed
+// creations stay counted (goneErrs). Called with q.mu held.
+func (q *Workqueue) releasePwqs(keep, released []*pwq) {
+	q.statsMu.Lock()
+	defer q.statsMu.Unlock()
+	q.allPwqs = keep
+	for _, pq := range released {
+		q.retired.addFrom(&pq.stats)
+		p := pq.pool
+		if n := p.createErrN.Load(); n > 0 {
+			if q.goneErrs == nil {
+				q.goneErrs = map[*pool]goneErr{}
+			}
+			g := goneErr{n: n}
+			if m := p.createErrMsg.Load(); m != nil {
+				g.msg = *m
+			}
+			q.goneErrs[p] = g
+		}
+	}
+}
+
+// goneErr is what a pool's failed worker creations were when q released
+// its last pwq on it (Stats' CreateErrors stays monotonic).
+type goneErr struct {
+	n   int64
+	msg string
+}
+
+// addLim appends l to q.lims. Called with q.mu held.
+func (q *Workqueue) addLim(l *activeLimit) {
+	q.statsMu.Lock()
+	q.lims = append(q.lims, l)
+	q.statsMu.Unlock()
 }
 
 func putPools(ps []*pool) {
@@ -192,7 +234,9 @@ func (q *Workqueue) setNodeMax(topo *topology.Topology) {
 func (q *Workqueue) newPwq(p *pool, l *activeLimit) *pwq {
 	pq := &pwq{wq: q, pool: p, lim: l}
 	l.addPwq(pq)
+	q.statsMu.Lock()
 	q.allPwqs = append(q.allPwqs, pq)
+	q.statsMu.Unlock()
 	return pq
 }
 

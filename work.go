@@ -10,7 +10,6 @@ import (
 
 	"github.com/gowq/wq/internal/funcname"
 	"github.com/gowq/wq/internal/ilist"
-	"github.com/gowq/wq/internal/sched"
 )
 
 // Work is a work item: a function to run later on a worker thread. It is
@@ -36,16 +35,18 @@ type Work struct {
 	// before PENDING is cleared so that Queue can find it (non-reentrance).
 	// atomic.
 	runner atomic.Pointer[worker]
-	// transit is the tid of a thread that holds the item in transit while
-	// it runs the tracer's queue_work callback, 0 otherwise; grab returns
-	// grabSelf to that thread instead of waiting for itself. atomic.
-	transit atomic.Int32
+	// transit identifies the goroutine that holds the item in transit
+	// while it runs the tracer's queue_work callback (its goroutine id; the
+	// negated tid where goroutine ids cannot be read), 0 otherwise; grab
+	// returns grabSelf to it instead of waiting for itself, on whichever
+	// thread the tracer moved it to. atomic.
+	transit atomic.Int64
 
 	// Per-key ordering (keyed.go). kst is the key state of the item's keyed
 	// instances in flight (chained or active), nil when it has none. Set and
 	// cleared under kst.sh.mu, read lock-free by grab and by the completion
 	// hook, which re-check it under the lock. atomic.
-	// (kchained, kcolor and oneShot sit in transit's padding.)
+	// (kchained, kcolor and oneShot share a word.)
 	kchained bool  // guarded by kst.sh.mu: an instance waits in the chain
 	kcolor   uint8 // guarded by kst.sh.mu: the chained instance's flush color
 	// oneShot: the Work of a goItem (goapi.go), back on the free list
@@ -249,7 +250,7 @@ func (w *Work) grabFrom() (grabResult, *Workqueue) {
 		if r := w.runner.Load(); r != nil && r.onSelf() && r.starting == w {
 			return grabSelf, nil
 		}
-		if t := w.transit.Load(); t != 0 && int(t) == sched.Gettid() {
+		if t := w.transit.Load(); t != 0 && t == transitSelf() {
 			return grabSelf, nil
 		}
 		backoff(spins)

@@ -46,7 +46,7 @@ type worker struct {
 	// A: self is tid for lock-free onSelf checks; set and cleared with tid.
 	self atomic.Int32
 	// A: goid is the worker goroutine's id (sched.GoroutineID), set with
-	// the identity, for onSelf's confirmation and onGoroutine; 0 if it
+	// the identity, for onSelf and selfWorker; 0 if it
 	// could not be read or the identity was cleared.
 	goid atomic.Int64
 	// W: claim is the thread's claim (sched.Claim), for ResetThreadIf.
@@ -143,59 +143,53 @@ const (
 // worker, for isChained.
 var workers sched.ByThread[*worker]
 
-// selfWorker returns the worker the caller is, or nil: a thread worker
-// (or rescuer) only while the caller runs on its thread (onSelf), a
-// goroutine worker by its goroutine.
-func selfWorker() *worker {
-	wk, ok := workers.Self()
-	if !ok || !wk.onSelf() {
-		return selfGoWorker()
-	}
-	return wk
-}
+// Identity: one rule, by goroutine. "Is the caller this worker?" (every
+// self-wait: FlushContext, DrainContext, DestroyContext, Work.Flush,
+// CancelSync, DisableSync, DelayedWork.Flush, Group.Wait, Future.Wait;
+// and every attribution: isChained, grab's self check, a Group's panic
+// count) is asked of the caller's goroutine, wherever it runs: a work
+// function may unlock the worker's goroutine from its thread
+// (runtime.UnlockOSThread as many times as the worker locked it), and it
+// may then move to another thread, where it is still the worker executing
+// the item, while another goroutine may run on the worker's thread. The
+// goroutine lookup is exact: gworkers holds a worker's goroutine id only
+// from setIdentity to clearIdentity, and goroutine ids are never reused.
+// The tid registry (workers) is only the fallback for where goroutine ids
+// cannot be read (sched.GoroutineID's ok false).
 
-// selfWorkerAnyThread is selfWorker that also finds a thread worker (or
-// rescuer) whose goroutine the caller is after a work function unlocked
-// it from the worker's thread (runtime.UnlockOSThread as many times as the
-// worker locked it) and it moved to another thread, where the thread
-// lookup finds no worker or another one. The goroutine lookup is exact:
-// gworkers holds a worker's goroutine id only from setIdentity to
-// clearIdentity, and goroutine ids are never reused. It is for the
-// self-wait checks (Group.Wait, Future.Wait): code that needs the
-// worker's thread (isChained, the per-CPU pool) uses selfWorker. Costs
-// selfWorker, then a goroutine id (about 1 ns) and a map lookup.
-func selfWorkerAnyThread() *worker {
-	if wk, ok := workers.Self(); ok && wk.onSelf() {
-		return wk
+// selfWorker returns the worker (thread or goroutine worker, or rescuer)
+// whose goroutine the caller is, or nil. Costs a goroutine id (about
+// 1 ns) and a map lookup; where goroutine ids cannot be read, a gettid and
+// a map lookup, and a thread worker is then found only on its thread.
+func selfWorker() *worker {
+	if id, ok := sched.GoroutineID(); ok {
+		if wk := gworkers.Self(); wk != nil && wk.goid.Load() == id {
+			return wk
+		}
+		return nil
 	}
-	if wk := gworkers.Self(); wk != nil && wk.onGoroutine() {
+	if wk, ok := workers.Self(); ok && wk.onSelf() {
 		return wk
 	}
 	return nil
 }
 
-// onSelf reports whether the caller runs on wk's thread. Exact: the tid is
-// recorded only while wk's goroutine owns the thread.
-//
-// The thread alone is not enough: a work function may unlock the worker's
-// goroutine, which then moves, and another goroutine may run on the
-// worker's thread until the worker notices (after the item). So a matching
-// thread is confirmed by the goroutine's id (sched.GoroutineID, only on
-// that path: self-calls and chained queueing while draining).
+// onSelf reports whether the caller is wk's goroutine (see Identity
+// above), on whichever thread it runs. Where goroutine ids cannot be read
+// (or before wk recorded its own), a thread worker is matched by its
+// thread: exact, since its tid is recorded only while wk's goroutine owns
+// the thread.
 func (wk *worker) onSelf() bool {
-	if wk.gch != nil {
-		return wk.onGoroutine()
+	if g := wk.goid.Load(); g != 0 {
+		if id, ok := sched.GoroutineID(); ok {
+			return id == g
+		}
 	}
-	t := wk.self.Load()
-	if t == 0 || sched.Gettid() != int(t) {
+	if wk.gch != nil {
 		return false
 	}
-	g := wk.goid.Load()
-	if g == 0 {
-		return true
-	}
-	id, ok := sched.GoroutineID()
-	return !ok || id == g
+	t := wk.self.Load()
+	return t != 0 && sched.Gettid() == int(t)
 }
 
 // setIdentity records the calling thread as wk's. For a pool worker it is
@@ -331,8 +325,12 @@ func (wk *worker) setup(p *pool) error {
 	first, cerr := p.keepInheritedNice(cur.Nice, err)
 	if first && inheritedNiceReported.CompareAndSwap(false, true) {
 		// Once per process: in a niced process every normal pool is in
-		// this state, and each says so in Stats().ClassError.
-		goReport(func() { reportError("create_worker", wk.name, cerr) })
+		// this state, and each says so in Stats().ClassError. A notice,
+		// not an error: the worker was created and runs.
+		name := wk.name
+		goReport(func() {
+			plog().Info("workqueue: workers keep the inherited nice", "worker", name, "reason", cerr.Error())
+		})
 	}
 	return nil
 }
@@ -505,6 +503,9 @@ func (wk *worker) spin(p *pool, gen uint32) bool {
 // (process_scheduled_works). Called and returns with pool.mu held; false
 // as processOne.
 func (wk *worker) processScheduled() bool {
+	if lockdep {
+		wk.curPool.Load().assertHeld()
+	}
 	for !wk.scheduled.empty() {
 		if !wk.processOne(wk.scheduled.popFront()) {
 			return false
@@ -560,7 +561,6 @@ func (wk *worker) processOne(w *Work) bool {
 		cmNotifyBusy()
 	}
 	p.progress.Store(now)
-	pq.stats.started.Add(1)
 	wk.chargePWait(pq)
 	if qa := w.queuedAt; qa != 0 {
 		pq.stats.observeLatency(now - qa)
@@ -617,6 +617,7 @@ func (wk *worker) runItem(w *Work, fn func(), pq *pwq) {
 	wk.runSeq = w.startRun()
 	wk.starting = nil
 	wk.stage = stageRunning
+	pq.stats.started.Add(1) // as it runs: an instance put back (stageDequeued) never counted
 	if p := wk.curPool.Load(); p.repatriate {
 		// Start inside the pod: if the scheduler left the worker outside
 		// it, move it in (narrowing migrates it at once) and let it go
@@ -681,9 +682,11 @@ const cpuSettleEvery = time.Millisecond
 
 // settleCPU reads the thread's CPU clock and charges what was used since
 // the last read to wk.cpuOwe; now is the caller's nanotime (0: read it).
-// On the worker's goroutine, on its thread, no lock needed. A pwq retired
-// between the item and the read is charged through its queue
-// (pwq.chargeCPU).
+// On the worker's goroutine, no lock needed. A pwq retired between the
+// item and the read is charged through its queue (pwq.chargeCPU). Off
+// its thread (a callback unlocked and moved the goroutine: the worker is
+// retired next) the clock is another thread's, and nothing is charged:
+// CPUTime never goes down.
 func (wk *worker) settleCPU(now int64) {
 	pq := wk.cpuOwe
 	if pq == nil {
@@ -693,6 +696,9 @@ func (wk *worker) settleCPU(now int64) {
 		now = nanotime()
 	}
 	wk.cpuOwe = nil
+	if wk.gch == nil && !wk.thread.Same() {
+		return
+	}
 	c := sched.SelfCPUTime()
 	pq.chargeCPU(c - wk.lastCPU)
 	wk.lastCPU, wk.cpuReadAt = c, now
@@ -816,7 +822,6 @@ func (wk *worker) finishCurrent() {
 		// the worklist with its color.
 		wk.starting = nil
 		pq := wk.currentPwq
-		pq.stats.started.Add(-1) // counted at dequeue; it starts again later
 		w.runner.CompareAndSwap(wk, nil)
 		w.pwq.Store(pq)
 		w.pendQ, wk.bpQ = wk.bpQ, nil // pending again: its MaxPending count goes back with it

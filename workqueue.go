@@ -34,14 +34,22 @@ type Workqueue struct {
 	ordered bool   // I
 	threads bool   // I: Threads option (gopool.go)
 
-	mu             sync.Mutex                     // S: serialises attribute changes and Destroy
-	table          atomic.Pointer[pwqTable]       // A: current CPU -> pwq mapping; replaced under mu
-	allPwqs        []*pwq                         // Q: every pwq ever installed (flush, drain, stats)
-	lims           []*activeLimit                 // Q: per CPU (per-CPU) or per node (unbound)
-	maxActive      atomic.Int32                   // A: written under mu
-	attrs          queueAttrs                     // Q
-	rescuer        *rescuer                       // I
-	retired        pwqStats                       // A: counters of released pwqs
+	mu        sync.Mutex               // S: serialises attribute changes and Destroy
+	table     atomic.Pointer[pwqTable] // A: current CPU -> pwq mapping; replaced under mu
+	allPwqs   []*pwq                   // Q, and written under statsMu too: every pwq installed and not released (flush, drain, stats)
+	lims      []*activeLimit           // Q, and appended under statsMu too: per CPU (per-CPU) or per node (unbound)
+	maxActive atomic.Int32             // A: written under mu
+	attrs     queueAttrs               // Q
+	rescuer   *rescuer                 // I
+	// statsMu is a leaf lock (pool.go's lock key): Stats takes it, and
+	// the key shards' locks, and nothing else, so that it is safe from a
+	// tracer under a pool lock. It makes the release of a pwq (its
+	// counters folded into retired, it leaves allPwqs) one step for
+	// Stats, so that no counter is seen twice or, for a moment, not at all.
+	statsMu        sync.Mutex
+	retired        pwqStats                       // A, folded into under statsMu: counters of released pwqs
+	statsPolicy    Policy                         // Q and statsMu (written under both): attrs.policy, for Stats
+	goneErrs       map[*pool]goneErr              // statsMu: failed creations of pools the queue no longer uses
 	fellBack       bool                           // I: got a lower class than asked
 	fallbackReason string                         // I: why fellBack (the first blocker)
 	panicHandler   func(PanicInfo)                // I: WithPanicHandler, nil for the process-wide one

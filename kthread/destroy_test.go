@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
+	"github.com/gowq/wq"
 	"github.com/gowq/wq/kthread"
 	"github.com/gowq/wq/kthread/wqfallback"
 )
@@ -217,6 +220,44 @@ func TestPerCPUDestroyArmedDelayed(t *testing.T) {
 	for i, dw := range dws {
 		if dw.Pending() {
 			t.Errorf("item %d pending after Destroy", i)
+		}
+	}
+}
+
+// A PerCPU set and its default-queue fallback (a goroutine-backed pool)
+// leave no goroutine behind once both are destroyed: the fallback
+// queue's last put marks its pool dead and waits for every worker it
+// started. What can keep such a pool alive is another live queue of the
+// same attributes (it shares the pool); then this test fails at once.
+func TestPerCPUAndDefaultFallbackLeaveNoGoroutine(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	for round := range 5 {
+		q, err := wq.Alloc("kt-leak-fb", wq.Unbound, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := kthread.NewPerCPU("kt-leak", wqfallback.Queue(q))
+		if err != nil {
+			q.Destroy()
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for _, cpu := range s.CPUs() {
+			for range 4 {
+				wg.Add(2)
+				s.Queue(cpu, kthread.NewWork(wg.Done))
+				q.Queue(wq.NewWork(wg.Done))
+			}
+		}
+		within(t, "the items", wg.Wait)
+		within(t, "Destroy", func() {
+			if err := s.Destroy(); err != nil {
+				t.Error(err)
+			}
+			q.Destroy()
+		})
+		if err := goleak.Find(ignore); err != nil {
+			t.Fatalf("round %d: goroutines left after Destroy of the set and its fallback: %v", round, err)
 		}
 	}
 }

@@ -6,6 +6,7 @@ require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/alitto/pond/v2 v2.7.1
 	github.com/gowq/wq v0.0.0
+	github.com/hanwen/go-fuse/v2 v2.12.1
 	github.com/panjf2000/ants/v2 v2.12.1
 	github.com/pierrec/lz4/v4 v4.1.33
 	github.com/prometheus/procfs v0.23.0

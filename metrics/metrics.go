@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -71,10 +72,25 @@ func DefaultBuckets() []float64 {
 // the queues' and pools' locks, and reads each worker's last CPU from
 // /proc. A Collector is safe for concurrent use and may be registered in
 // several registries.
+//
+// Queues that share a name are exported as one series per metric, their
+// counters summed. Every exported counter is monotonic: the Collector
+// keeps, per name, the final counters of the queues of that name it saw
+// alive at an earlier scrape and that were destroyed since, and adds them
+// to the name's live queues, so that destroying one of two queues of a
+// name (or destroying a queue and allocating another of its name) is not
+// read as a counter reset by Prometheus's rate(). A name whose queues are
+// all destroyed is no longer exported until a queue of that name is
+// allocated again. Counters of a queue allocated and destroyed between
+// two scrapes are never seen.
 type Collector struct {
 	boundsNs []int64   // histogram bounds in ns, increasing
 	boundsS  []float64 // the same in seconds, as given
 	filter   func(string) bool
+
+	mu   sync.Mutex                 // guards seen and gone; held through a scrape's sampling
+	seen map[*wq.Workqueue]struct{} // queues exported at the last scrape
+	gone map[string]wq.QueueStats   // per name: summed counters of its destroyed queues
 
 	info, maxActive                                    *prometheus.Desc
 	started, completed, inFlight, cpuSeconds           *prometheus.Desc
@@ -207,10 +223,31 @@ type queueSample struct {
 func queueType(q *wq.Workqueue) string { return q.Type().String() }
 
 func (c *Collector) sampleQueues() []*queueSample {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	byName := map[string]*queueSample{}
 	var out []*queueSample
-	for _, q := range wq.Queues(false) {
-		if c.filter != nil && !c.filter(q.Name()) {
+	live := wq.Queues(false)
+	alive := make(map[*wq.Workqueue]bool, len(live))
+	now := make(map[*wq.Workqueue]struct{}, len(live))
+	for _, q := range live {
+		alive[q] = true
+		if c.filter == nil || c.filter(q.Name()) {
+			now[q] = struct{}{}
+		}
+	}
+	for q := range c.seen {
+		if !alive[q] {
+			// Destroyed since the last scrape: its Stats are final.
+			if c.gone == nil {
+				c.gone = map[string]wq.QueueStats{}
+			}
+			c.gone[q.Name()] = mergeCounters(c.gone[q.Name()], q.Stats())
+		}
+	}
+	c.seen = now
+	for _, q := range live {
+		if _, ok := now[q]; !ok {
 			continue
 		}
 		st := q.Stats()
@@ -227,7 +264,18 @@ func (c *Collector) sampleQueues() []*queueSample {
 		byName[s.name] = s
 		out = append(out, s)
 	}
+	for _, s := range out {
+		if g, ok := c.gone[s.name]; ok {
+			s.st = mergeCounters(s.st, g)
+		}
+	}
 	return out
+}
+
+// mergeCounters adds b's counters (not its gauges: Infl, Pending) to a's.
+func mergeCounters(a, b wq.QueueStats) wq.QueueStats {
+	b.Infl, b.Pending, b.EscapeAfter = 0, 0, 0
+	return mergeStats(a, b)
 }
 
 func mergeStats(a, b wq.QueueStats) wq.QueueStats {

@@ -346,3 +346,113 @@ gowq_workqueue_escapes_total{workqueue="mt_esc_on"} 0
 		t.Error(err)
 	}
 }
+
+// counterValues gathers reg and returns every counter and histogram count
+// by series (metric name and labels).
+func counterValues(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("Gather: %v", err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			key := mf.GetName()
+			for _, l := range m.GetLabel() {
+				key += "," + l.GetName() + "=" + l.GetValue()
+			}
+			switch {
+			case m.Counter != nil:
+				out[key] = m.Counter.GetValue()
+			case m.Histogram != nil:
+				out[key] = float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	return out
+}
+
+// Destroying one of two queues that share a name keeps the name's
+// counters: the series does not go down (read as a counter reset by
+// rate()). Fell from 20 to 10 when only live queues were summed.
+func TestSameNameDestroyKeepsCounters(t *testing.T) {
+	a := alloc(t, "mt_keep", wq.Unbound)
+	b, err := wq.Alloc("mt_keep", wq.Unbound, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(a, 10, func() {})
+	run(b, 10, func() {})
+	c := newCollector(t, metrics.Options{Workqueues: only("mt_keep")})
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	before := counterValues(t, reg)
+	b.Destroy()
+	after := counterValues(t, reg)
+	for _, name := range []string{"gowq_workqueue_items_started_total", "gowq_workqueue_adds_total"} {
+		key := name + ",workqueue=mt_keep"
+		if before[key] != 20 || after[key] != 20 {
+			t.Errorf("%s: %v before the Destroy of one queue, %v after; want 20 and 20", name, before[key], after[key])
+		}
+	}
+	run(a, 1, func() {})
+	if v := counterValues(t, reg)["gowq_workqueue_items_started_total,workqueue=mt_keep"]; v != 21 {
+		t.Errorf("items_started_total = %v after one more item, want 21", v)
+	}
+}
+
+// No exported counter ever decreases between two scrapes, while queues
+// of one name are allocated and destroyed, items run, are cancelled and
+// the queues' attributes change.
+func TestCountersMonotonicUnderScrapes(t *testing.T) {
+	c := newCollector(t, metrics.Options{Workqueues: only("mt_mono")})
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for round := 0; ; round++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				q, err := wq.Alloc("mt_mono", wq.Unbound, 2)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				ws := make([]*wq.Work, 16)
+				for i := range ws {
+					ws[i] = wq.NewWork(func() {})
+					q.Queue(ws[i])
+				}
+				ws[0].Cancel()
+				_ = q.SetNice((round + g) % 2)
+				run(q, 8, func() {})
+				q.Destroy()
+			}
+		}()
+	}
+	prev := counterValues(t, reg)
+	for range 200 {
+		cur := counterValues(t, reg)
+		for k, v := range cur {
+			if p, ok := prev[k]; ok && v < p {
+				t.Errorf("%s went down: %v -> %v", k, p, v)
+			}
+		}
+		for k, v := range prev {
+			if _, ok := cur[k]; !ok {
+				cur[k] = v // a name with no live queue for a moment
+			}
+		}
+		prev = cur
+	}
+	close(stop)
+	wg.Wait()
+}

@@ -3,6 +3,7 @@ package wqhttp_test
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
@@ -129,4 +130,89 @@ func TestAttrsWriteSameNameAllOrNothing(t *testing.T) {
 			}
 		}
 	}
+}
+
+// attrSnapshot reads every attribute of qs and every global attribute.
+func attrSnapshot(t *testing.T, qs ...*wq.Workqueue) map[string]string {
+	out := map[string]string{}
+	for _, n := range wq.GlobalAttrNames() {
+		v, err := wq.GlobalAttr(n)
+		if err != nil {
+			t.Fatalf("GlobalAttr(%q): %v", n, err)
+		}
+		out["global/"+n] = v
+	}
+	for _, q := range qs {
+		for _, n := range q.AttrNames() {
+			v, err := q.Attr(n)
+			if err != nil {
+				t.Fatalf("%s: Attr(%q): %v", q.Name(), n, err)
+			}
+			out[q.Name()+"/"+n] = v
+		}
+	}
+	return out
+}
+
+// FuzzAttrsWrite posts arbitrary values to arbitrary /attrs paths.
+// Properties: no panic; never a 500 (every refusal is a clear 4xx or a
+// 503 at a thread limit); a refused write changes no attribute; an
+// accepted one answers the value now in force, which the attribute reads
+// back. Globals are restored after each input.
+func FuzzAttrsWrite(f *testing.F) {
+	values := []string{"1", "0", "-20", "19", "2048", "2049", "abc", "ff", "1-3", "cache", "system", "default",
+		"highpri", "fifo", "normal", "Y", "N", "50us", "-1ms", " 1 \n", "\xff", strings.Repeat("9", 80)}
+	queues := []string{"fz_percpu", "fz_unbound", "global", "nosuch", "fz_unbound/x", ""}
+	attrs := append([]string{"per_cpu", "max_active", "policy", "nice", "cpumask", "affinity_scope",
+		"affinity_strict", "escape_after", "", "x"}, wq.GlobalAttrNames()...)
+	n := 0
+	for _, q := range queues {
+		for _, a := range attrs {
+			n++
+			f.Add(q, a, values[n%len(values)])
+		}
+	}
+	pq, err := wq.Alloc("fz_percpu", wq.PerCPU|wq.Sysfs, 0)
+	if err != nil {
+		f.Fatal(err)
+	}
+	uq, err := wq.Alloc("fz_unbound", wq.Unbound|wq.Sysfs, 0)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { pq.Destroy(); uq.Destroy() })
+	h := wqhttp.Handler(wqhttp.Options{AllowWrites: true})
+	f.Fuzz(func(t *testing.T, queue, attr, value string) {
+		before := attrSnapshot(t, pq, uq)
+		defer func() {
+			for range 2 {
+				for _, n := range wq.GlobalAttrNames() {
+					if cur, _ := wq.GlobalAttr(n); cur != before["global/"+n] {
+						_ = wq.SetGlobalAttr(n, before["global/"+n])
+					}
+				}
+			}
+		}()
+		req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(value))
+		req.URL.Path = "/attrs/" + queue + "/" + attr
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		code, body := rec.Code, rec.Body.String()
+		if code >= 500 && code != http.StatusServiceUnavailable {
+			t.Fatalf("POST %q %q: %d %q", req.URL.Path, value, code, body)
+		}
+		after := attrSnapshot(t, pq, uq)
+		if code != http.StatusOK {
+			for k, v := range before {
+				if after[k] != v {
+					t.Fatalf("refused POST %q %q (%d %q) changed %s: %q -> %q", req.URL.Path, value, code, body, k, v, after[k])
+				}
+			}
+			return
+		}
+		key := queue + "/" + attr
+		if got, ok := after[key]; !ok || body != got+"\n" {
+			t.Fatalf("POST %q %q answered %q; %s reads %q", req.URL.Path, value, body, key, got)
+		}
+	})
 }

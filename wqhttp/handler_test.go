@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/sched"
 	"github.com/gowq/wq/wqhttp"
 )
 
@@ -272,7 +273,10 @@ func TestDump(t *testing.T) {
 	if !ok {
 		t.Fatalf("pool %d serving wh_dump on CPU 0 not listed", dq.PoolIDs[0])
 	}
-	if p0.CPU != 0 || p0.Class != "normal" || p0.Nice != 0 || p0.Policy != "SCHED_OTHER" {
+	// The class asks for nice 0; the workers run at 0, or at the
+	// inherited nice when the process may not lower it (unprivileged
+	// under nice -n 19): Nice is what they really run at.
+	if p0.CPU != 0 || p0.Class != "normal" || p0.AskedNice != 0 || p0.Policy != "SCHED_OTHER" {
 		t.Errorf("CPU 0 pool %+v", p0)
 	}
 	var running *wqhttp.DumpWorker
@@ -286,6 +290,11 @@ func TestDump(t *testing.T) {
 	}
 	if running.TID <= 0 || running.RunningNs <= 0 || !strings.HasPrefix(running.Name, "kworker/0:") {
 		t.Errorf("running worker %+v", running)
+	}
+	if a, err := sched.GetAttr(running.TID); err != nil {
+		t.Errorf("reading worker %d's nice: %v", running.TID, err)
+	} else if a.Nice != p0.Nice {
+		t.Errorf("pool %d says nice %d, its worker %d runs at %d", p0.ID, p0.Nice, running.TID, a.Nice)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gowq/wq/lab/doctor"
 	"github.com/gowq/wq/lab/driver"
+	"github.com/gowq/wq/lab/e2e"
 	"github.com/gowq/wq/lab/scenario"
 )
 
@@ -57,7 +58,8 @@ func (f *runFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.quick, "quick", false, "smoke run: ~15 s in all (2.5 s per scenario, 8 MiB verity image, 4 MiB erofs corpus)")
 	fs.StringSliceVarP(&f.scenarios, "scenario", "s", nil,
 		"scenarios to run, comma-separated: "+strings.Join(scenario.Names(), ", ")+" (default all of these); or "+
-			scenario.Blocking+" alone (bursts of blocking items, not in the default suite)")
+			scenario.Blocking+" alone (bursts of blocking items, not in the default suite); or e2e or e2e-seq alone "+
+			"(fio through go-fuse and the kernel's EROFS, root, ~1.5 min)")
 	fs.DurationVarP(&f.duration, "duration", "d", 0,
 		fmt.Sprintf("measuring time per scenario, shared by its configurations (default %v, --quick %v)",
 			scenario.DefaultDuration, scenario.QuickDuration))
@@ -178,6 +180,9 @@ instruction of the work function, in microseconds (monotonic clock).
 func runSuite(ctx context.Context, f *runFlags, stdout, stderr io.Writer) error {
 	if f.list {
 		return listCatalog(stdout)
+	}
+	if name := e2eScenario(f.scenarios); name != "" {
+		return runE2E(ctx, name, f, stdout, stderr)
 	}
 	// An experiment that runs alone (the blocking bursts) takes none of
 	// the suite's options, so they are not checked for it.
@@ -379,6 +384,7 @@ func listCatalog(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", in.Name, cmpOr(strings.Join(in.Seeds, ","), "-"), in.Default, strings.Join(in.Configs, " "))
 	}
 	fmt.Fprintf(tw, "%s\t-\t-\t%s\n", scenario.Blocking, "every queue class and a go statement per item; runs alone: --scenario blocking")
+	fmt.Fprintf(tw, "%s\t003\t%s\t%s\n", e2e.Name, e2e.ExecInline, strings.Join(e2e.RowIDs(), " ")+"; runs alone: --scenario e2e (random) or e2e-seq")
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "CONFIG\tKIND\tCLASS\tFLAGS / LABEL")
 	for _, c := range scenario.Configs() {

@@ -1,9 +1,13 @@
 package sched
 
 import (
+	"errors"
+	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -74,7 +78,18 @@ var claims struct {
 	mu   sync.Mutex
 	m    map[int]uint64 // tid -> claim
 	next uint64
+	// ending holds the tids of threads whose GoLocked goroutine ended
+	// (unclaim), with the ns of the end: the runtime destroys such a thread
+	// a moment later, with whatever attributes it was given, and
+	// RuntimeNice must not count it meanwhile. Pruned once the thread is
+	// gone, or after endingFor.
+	ending map[int]int64
 }
+
+// endingFor bounds how long an ended GoLocked goroutine's thread is
+// taken as ending (the runtime destroys it within microseconds; a tid
+// still present after that was reused).
+const endingFor = int64(time.Second)
 
 func claim(tid int) uint64 {
 	claims.mu.Lock()
@@ -91,8 +106,78 @@ func unclaim(tid int, g uint64) {
 	claims.mu.Lock()
 	if claims.m[tid] == g {
 		delete(claims.m, tid)
+		if claims.ending == nil {
+			claims.ending = make(map[int]int64)
+		}
+		claims.ending[tid] = MonotonicNs()
 	}
 	claims.mu.Unlock()
+}
+
+// RuntimeNice reports the nice of the threads on which the Go runtime may
+// run ordinary goroutines: every thread of the process except those that
+// a GoLocked goroutine holds (their attributes are their owner's) and
+// those whose GoLocked goroutine ended (being destroyed). uniform is true
+// when every such thread has the normal policy (SCHED_OTHER) and the same
+// nice, which is then nice;
+// false when they differ, or when the threads cannot be read. A thread
+// the Go runtime starts later inherits the nice of the thread that starts
+// it, one of these. Costs a directory read and a sched_getattr per
+// thread; never blocks on other threads.
+func RuntimeNice() (nice int, uniform bool) {
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return 0, false
+	}
+	claims.mu.Lock()
+	skip := make(map[int]bool, len(claims.m)+len(claims.ending))
+	for tid := range claims.m {
+		skip[tid] = true
+	}
+	now := MonotonicNs()
+	for tid, at := range claims.ending {
+		if now-at > endingFor {
+			delete(claims.ending, tid)
+			continue
+		}
+		skip[tid] = true
+	}
+	claims.mu.Unlock()
+	live := make(map[int]bool, len(ents))
+	first := true
+	for _, e := range ents {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		live[tid] = true
+		if skip[tid] {
+			continue
+		}
+		a, err := GetAttr(tid)
+		if err != nil {
+			if errors.Is(err, unix.ESRCH) {
+				continue // ended since the directory was read
+			}
+			return 0, false
+		}
+		if a.Policy != PolicyNormal {
+			return 0, false
+		}
+		if first {
+			nice, first = a.Nice, false
+		} else if a.Nice != nice {
+			return 0, false
+		}
+	}
+	claims.mu.Lock()
+	for tid := range claims.ending {
+		if !live[tid] {
+			delete(claims.ending, tid) // destroyed
+		}
+	}
+	claims.mu.Unlock()
+	return nice, !first
 }
 
 // Claim returns the claim of the calling thread made by GoLocked (0 if

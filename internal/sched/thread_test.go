@@ -73,3 +73,39 @@ func TestReservePKeepsUserGOMAXPROCS(t *testing.T) {
 		t.Errorf("after the reservations ended, GOMAXPROCS = %d, want the program's %d", after, user)
 	}
 }
+
+// RuntimeNice ignores the threads of GoLocked goroutines, running and
+// ended (the runtime destroys an ended one's thread a moment later, with
+// the nice it was given). Catches a niced worker thread read as one the
+// runtime may run goroutines on.
+func TestRuntimeNiceIgnoresEndingGoLockedThreads(t *testing.T) {
+	base, uniform := RuntimeNice()
+	if !uniform {
+		t.Skip("the process's threads have different nices already")
+	}
+	if base >= 19 {
+		t.Skip("the process runs at nice 19: no higher nice for a thread")
+	}
+	for i := range 50 {
+		set, done := make(chan error, 1), make(chan struct{})
+		proceed := make(chan struct{})
+		if err := GoLocked(func() {
+			set <- SetAttr(0, Attr{Policy: PolicyNormal, Nice: base + 1})
+			<-proceed
+			close(done)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-set; err != nil {
+			t.Fatal(err)
+		}
+		if n, u := RuntimeNice(); !u || n != base {
+			t.Fatalf("round %d: RuntimeNice = %d, %v with a GoLocked thread at %d, want %d, true", i, n, u, base+1, base)
+		}
+		close(proceed)
+		<-done
+		if n, u := RuntimeNice(); !u || n != base {
+			t.Fatalf("round %d: RuntimeNice = %d, %v right after a GoLocked goroutine at nice %d ended, want %d, true", i, n, u, base+1, base)
+		}
+	}
+}
