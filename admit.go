@@ -46,7 +46,10 @@ import (
 // that passed its lifecycle check, which ModDelayed makes before its grab
 // as for a new instance (re-armed, or queued at once where arming is
 // closed): from outside q's items while q drains, ModDelayed is refused
-// and the pending instance stays as it was. errDestroying
+// and the pending instance stays as it was. An instance ModDelayed takes
+// off another queue after that check is new for q but not checked again
+// for the lifecycle (admitMoved): it is gone from the other queue, and a
+// drain or destroy that began since waits for it. errDestroying
 // matches ErrDestroyed and ErrDraining. MaxPending applies to new
 // instances when they are queued (an armed one when its timer fires),
 // never to those that come back. (*) An armed instance taken off its timer
@@ -143,7 +146,32 @@ const (
 	// with a delay of an instance pending on q): refused only by a
 	// destroyed queue, and not counted by MaxPending while armed.
 	admitRearm
+	// admitMoved: a new instance for q that ModDelayed took off another
+	// queue (or its timer there) after q's lifecycle check, made before
+	// the grab, let it through: the lifecycle is not checked again (the
+	// instance is already gone from the other queue; a drain or destroy
+	// of q that began since waits for it, as for a Queue that passed its
+	// check), the other queue and MaxPending are, as for admitNew.
+	admitMoved
+	// admitMovedArm: admitMoved armed on a timer (ModDelayed with a
+	// delay): as admitArm, without the lifecycle check.
+	admitMovedArm
 )
+
+// checked reports whether the lifecycle of q was decided for an instance
+// of kind k before it came to admitPended: it comes back, or ModDelayed
+// checked it before its grab.
+func (k admitKind) checked() bool { return k >= admitBack }
+
+// isNew reports whether k brings q a new instance: another queue running
+// the item refuses it.
+func (k admitKind) isNew() bool {
+	return k == admitNew || k == admitArm || k == admitMoved || k == admitMovedArm
+}
+
+// armed reports whether k arms a timer: MaxPending counts the instance
+// when the timer queues it.
+func (k admitKind) armed() bool { return k == admitArm || k == admitRearm || k == admitMovedArm }
 
 // errNilQueue is the refusal of a call on a nil *Workqueue.
 var errNilQueue = fmt.Errorf("%w: nil *Workqueue", ErrInvalidArgument)
@@ -182,7 +210,7 @@ func (q *Workqueue) checkOpen(k admitKind) error {
 	if s.destroyed() {
 		return ErrDestroyed
 	}
-	if k == admitBack || k == admitRearm || q.isChained() {
+	if k.checked() || q.isChained() {
 		return nil
 	}
 	if s.destroying() {
@@ -203,12 +231,12 @@ func (q *Workqueue) admitPended(w *Work, k admitKind) error {
 		w.release()
 		return err
 	}
-	if k == admitNew || k == admitArm {
+	if k.isNew() {
 		if err := q.refuseElsewhere(w); err != nil {
 			return err // released by refuseElsewhere (instances.go)
 		}
 	}
-	if k == admitArm || k == admitRearm {
+	if k.armed() {
 		return nil // counted when the timer queues it
 	}
 	if err := q.admit(w, k == admitBack); err != nil { // MaxPending (backpressure.go)

@@ -3,6 +3,10 @@ package wq_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -586,4 +590,268 @@ func TestAllocRefusesEmptyName(t *testing.T) {
 	if after := len(wq.Queues(false)); after != before {
 		t.Errorf("refused Allocs left %d queues, want %d", after, before)
 	}
+}
+
+// TestModDelayedFromAnotherQueueRacingDrainKeepsTheItem: ModDelayed(dw,
+// 0) onto q of an instance pending on queue p passes q's lifecycle check
+// while q is live; a Drain of q begins before it has taken the instance
+// off p (here: the instance is in transit on p, inside the tracer's
+// queue_work event, so ModDelayed's grab waits for it). The instance it
+// then takes off p was accepted: it must run once (on q, which the drain
+// waits for), not be cancelled by a second lifecycle check after the
+// grab while ModDelayed returns true.
+func TestModDelayedFromAnotherQueueRacingDrainKeepsTheItem(t *testing.T) {
+	modDelayedMovedRacing(t, "adm-mvd-drain", time.Duration(0), func(q *wq.Workqueue, g *keyGate) (string, func()) {
+		if !q.Queue(g.w) {
+			t.Fatal("Queue(gate) = false")
+		}
+		waitChan(t, "gate", g.started)
+		drained := make(chan struct{})
+		go func() { q.Drain(); close(drained) }()
+		return "draining", func() { waitChan(t, "Drain", drained) }
+	})
+}
+
+// TestModDelayedFromAnotherQueueRacingDestroyKeepsTheItem: as above with
+// a delay and Destroy: ModDelayed passed q's lifecycle check and counted
+// itself in transit before Destroy began, so Destroy's closeTimers waits
+// for it; the instance taken off p must then be queued on q at once
+// (arming is closed) and run by Destroy's drain, not cancelled.
+func TestModDelayedFromAnotherQueueRacingDestroyKeepsTheItem(t *testing.T) {
+	modDelayedMovedRacing(t, "adm-mvd-destroy", time.Hour, func(q *wq.Workqueue, g *keyGate) (string, func()) {
+		destroyed := make(chan struct{})
+		go func() { q.Destroy(); close(destroyed) }()
+		return "destroying", func() { waitChan(t, "Destroy", destroyed) }
+	})
+}
+
+// modDelayedMovedRacing runs ModDelayed(dw, d) onto q for dw in transit
+// on p, starts begin's lifecycle change of q once ModDelayed is in
+// transit, then lets dw reach p.
+func modDelayedMovedRacing(t *testing.T, name string, d time.Duration, begin func(q *wq.Workqueue, g *keyGate) (string, func())) {
+	errs := captureErrors(t)
+	// p runs one item at a time, and a blocker holds it: dw stays
+	// pending on p until ModDelayed takes it.
+	p, err := wq.AllocOrdered(name+"-p", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Destroy)
+	b := newBlocker()
+	t.Cleanup(b.free)
+	if !p.Queue(b.w) {
+		t.Fatal("Queue(blocker) on p = false")
+	}
+	b.waitStarted(t)
+	q, err := wq.Alloc(name+"-q", wq.Unbound, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(q.Destroy)
+	g := newKeyGate()
+	openGate := sync.OnceFunc(func() { close(g.open) })
+	t.Cleanup(openGate) // before q's Destroy, also after a failure
+	var ran atomic.Int32
+	dw := wq.NewDelayedWork(func() { ran.Add(1) })
+	modded := make(chan bool, 1)
+	var fired atomic.Bool
+	var wait func()
+	wq.SetTracer(tracerFunc(func(ev *wqtrace.Event) {
+		if ev.Kind != wqtrace.QueueWork || ev.Workqueue != p.Name() || !fired.CompareAndSwap(false, true) {
+			return
+		}
+		// dw is in transit on p: ModDelayed's grab waits for it.
+		go func() { modded <- q.ModDelayed(dw, d) }()
+		waitFor(t, "ModDelayed in transit", func() bool { return q.TimersFiring() > 0 })
+		var state string
+		state, wait = begin(q, g)
+		waitFor(t, "q "+state, func() bool { return q.Life() == state })
+	}))
+	defer wq.SetTracer(nil)
+	if !p.QueueDelayed(dw, 0) {
+		t.Fatal("QueueDelayed on p = false")
+	}
+	wq.SetTracer(nil)
+	if !fired.Load() {
+		t.Fatal("the queueing on p was not traced")
+	}
+	was := <-modded
+	openGate()
+	wait()
+	b.free()
+	p.Flush()
+	if !was {
+		t.Errorf("ModDelayed = false, want true (dw was pending on p)")
+	}
+	if n := ran.Load(); n != 1 {
+		t.Errorf("the instance moved from p ran %d times, want 1 (%d ErrDraining, %d ErrDestroyed reports)",
+			n, errs.count(wq.ErrDraining), errs.count(wq.ErrDestroyed))
+	}
+}
+
+// TestAcceptedWorkRunsAcrossDrainAndDestroy: producers from outside q
+// and q's own items (chained work) use every kind of entry (Queue, Go,
+// QueueKeyed, QueueDelayed on q and on another queue p, ModDelayed from
+// p onto q, DelayedWork.Flush) while q is drained twice (one DrainContext
+// gives up at once) and destroyed. Every call that returned true or nil
+// must have run once Destroy returned, or, for an armed item, been
+// reported cancelled by Destroy (ErrDelayedPending). A stress, round
+// after round, for the races no hook opens.
+func TestAcceptedWorkRunsAcrossDrainAndDestroy(t *testing.T) {
+	budget := 8 * time.Second
+	if testing.Short() {
+		budget = 2 * time.Second
+	}
+	deadline := time.Now().Add(budget)
+	for round := 0; round < 400 && time.Now().Before(deadline); round++ {
+		admStressRound(t, round)
+		if t.Failed() {
+			return
+		}
+	}
+}
+
+var admReCancelled = regexp.MustCompile(`(\d+) armed item\(s\) cancelled`)
+
+func admStressRound(t *testing.T, round int) {
+	var mu sync.Mutex
+	cancelled := 0
+	wq.SetErrorHandler(func(op, fn string, err error) {
+		if m := admReCancelled.FindStringSubmatch(err.Error()); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			mu.Lock()
+			cancelled += n
+			mu.Unlock()
+		}
+	})
+	defer wq.SetErrorHandler(nil)
+	p := mustAlloc(t, fmt.Sprintf("adm-stress-p-%d", round), wq.Unbound, 0)
+	q, err := wq.Alloc(fmt.Sprintf("adm-stress-q-%d", round), wq.Unbound, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type rec struct {
+		dw       *wq.DelayedWork
+		ran      atomic.Int32
+		accepted atomic.Bool
+	}
+	var recsMu sync.Mutex
+	var recs []*rec
+	var acceptedPlain, ranPlain atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	producer := func(seed uint64) {
+		defer wg.Done()
+		r := rand.New(rand.NewPCG(seed, 1))
+		var mine []*rec
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			switch r.IntN(8) {
+			case 6, 7:
+				// chained: an item of q queues onto q
+				w := wq.NewWork(func() {
+					ranPlain.Add(1)
+					x := wq.NewWork(func() { ranPlain.Add(1) })
+					if q.Queue(x) {
+						acceptedPlain.Add(1)
+					}
+					if q.Go(func() { ranPlain.Add(1) }) == nil {
+						acceptedPlain.Add(1)
+					}
+					if q.QueueKeyed(uint64(seed%3), wq.NewWork(func() { ranPlain.Add(1) })) {
+						acceptedPlain.Add(1)
+					}
+				})
+				if q.Queue(w) {
+					acceptedPlain.Add(1)
+				}
+			case 0:
+				w := wq.NewWork(func() { ranPlain.Add(1) })
+				if q.Queue(w) {
+					acceptedPlain.Add(1)
+				}
+			case 1:
+				if q.Go(func() { ranPlain.Add(1) }) == nil {
+					acceptedPlain.Add(1)
+				}
+			case 2:
+				w := wq.NewWork(func() { ranPlain.Add(1) })
+				if q.QueueKeyed(uint64(r.IntN(3)), w) {
+					acceptedPlain.Add(1)
+				}
+			case 3, 4:
+				rc := &rec{}
+				rc.dw = wq.NewDelayedWork(func() { rc.ran.Add(1) })
+				on := q
+				if r.IntN(2) == 0 {
+					on = p
+				}
+				if on.QueueDelayed(rc.dw, time.Duration(r.IntN(300))*time.Microsecond) {
+					rc.accepted.Store(true)
+					mine = append(mine, rc)
+					recsMu.Lock()
+					recs = append(recs, rc)
+					recsMu.Unlock()
+				}
+			case 5:
+				if len(mine) == 0 {
+					continue
+				}
+				rc := mine[r.IntN(len(mine))]
+				switch r.IntN(3) {
+				case 0:
+					q.ModDelayed(rc.dw, time.Duration(r.IntN(200))*time.Microsecond)
+				case 1:
+					q.ModDelayed(rc.dw, 0)
+				case 2:
+					rc.dw.Flush()
+				}
+			}
+		}
+	}
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go producer(uint64(round*10 + i))
+	}
+	time.Sleep(2 * time.Millisecond)
+	var dwg sync.WaitGroup
+	for i := 0; i < 2; i++ {
+		dwg.Add(1)
+		go func() {
+			defer dwg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i)*100*time.Microsecond)
+			defer cancel()
+			_ = q.DrainContext(ctx)
+		}()
+	}
+	time.Sleep(time.Millisecond)
+	q.Destroy()
+	close(stop)
+	wg.Wait()
+	dwg.Wait()
+	mu.Lock()
+	c := cancelled
+	mu.Unlock()
+	lost := 0
+	for _, rc := range recs {
+		// An instance still armed, queued or running on p: Flush
+		// queues it at once and waits for it.
+		if rc.ran.Load() == 0 {
+			rc.dw.Flush()
+		}
+		if rc.accepted.Load() && rc.ran.Load() == 0 {
+			lost++
+		}
+	}
+	if a, r := acceptedPlain.Load(), ranPlain.Load(); a != r {
+		t.Errorf("round %d: %d plain items accepted, %d ran", round, a, r)
+	}
+	if lost > c {
+		t.Errorf("round %d: %d accepted delayed items never ran, %d reported cancelled by Destroy", round, lost, c)
+	}
+	p.Destroy()
 }

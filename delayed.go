@@ -166,20 +166,24 @@ func (q *Workqueue) wakeTimerWaiterLocked() {
 }
 
 // arm queues the pending item after d on q (cpu may be cpuUnbound), as
-// an instance of kind k (admitNew, or admitBack for one pending on q
-// before: ModDelayed). PENDING must be owned by the caller. It returns
-// false when q refused the item (admit.go, or arming closed by Destroy);
-// PENDING is then released and the refusal reported. An instance of kind
-// admitBack whose arming Destroy closed is queued at once instead: it was
-// admitted before the destroy. Mirrors __queue_delayed_work.
+// an instance of kind k (admitNew; from ModDelayed, admitBack for one
+// pending on q before, admitMoved for one taken off another queue).
+// PENDING must be owned by the caller. It returns false when q refused
+// the item (admit.go, or arming closed by Destroy); PENDING is then
+// released and the refusal reported. An instance of kind admitBack or
+// admitMoved whose arming Destroy closed is queued at once instead: it
+// was admitted before the destroy. Mirrors __queue_delayed_work.
 func (dw *DelayedWork) arm(q *Workqueue, cpu int, d time.Duration, k admitKind) bool {
 	const op = "queue_delayed_work_on"
 	if d <= 0 {
 		return q.queuePendedFrom(cpu, &dw.Work, k)
 	}
 	ak := admitArm
-	if k == admitBack {
+	switch k {
+	case admitBack:
 		ak = admitRearm
+	case admitMoved:
+		ak = admitMovedArm
 	}
 	if err := q.admitPended(&dw.Work, ak); err != nil {
 		return q.result(op, &dw.Work, err)
@@ -194,8 +198,10 @@ func (dw *DelayedWork) arm(q *Workqueue, cpu int, d time.Duration, k admitKind) 
 	if q.timersClosed {
 		q.timerMu.Unlock()
 		dw.mu.Unlock()
-		if k == admitBack {
-			return q.queuePendedFrom(cpu, &dw.Work, admitBack)
+		if k == admitBack || k == admitMoved {
+			// Admitted before the destroy began (ModDelayed, in transit:
+			// Destroy's drain comes after it): queued at once.
+			return q.queuePendedFrom(cpu, &dw.Work, k)
 		}
 		dw.markCancelled()
 		dw.release()

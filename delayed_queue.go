@@ -83,7 +83,10 @@ func workOf(dw *DelayedWork) *Work {
 // against MaxPending (it is not new); an idle item, or one pending on
 // another queue, is a new instance for q: MaxPending applies when it is
 // queued, and an instance taken from another queue onto a full q is
-// cancelled (ErrQueueFull reported). From one of q's own items while
+// cancelled (ErrQueueFull reported). The lifecycle check made before the
+// grab stands for the instance taken: a Drain or Destroy of q that
+// begins after it waits for that instance (queued at once where Destroy
+// closed arming), as for a Queue that passed its check. From one of q's own items while
 // Destroy runs, an instance pending on q whose re-arming Destroy closed
 // is queued at once instead. Never blocks beyond the few instructions an
 // item is in transit. Mirrors mod_delayed_work().
@@ -141,6 +144,10 @@ func (q *Workqueue) modDelayedOn(op string, cpu int, dw *DelayedWork, d time.Dur
 		dw.keyedDone(seqOf(dw.state.Load()), true)
 		if from == q {
 			k = admitBack // admitted on q before: not a new instance
+		} else {
+			// New for q, but gone from the queue it was pending on:
+			// q's lifecycle was checked before the grab (admitMoved).
+			k = admitMoved
 		}
 	}
 	if dw.Disabled() {

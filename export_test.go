@@ -265,3 +265,13 @@ func (q *Workqueue) Life() string {
 	}
 	return "live"
 }
+
+// TimersFiring returns q's count of armed instances taken off its armed
+// list and not yet queued (timerFn, DelayedWork.Flush, ModDelayed in
+// transit): a witness that such a call is between its grab and its
+// queueing.
+func (q *Workqueue) TimersFiring() int {
+	q.timerMu.Lock()
+	defer q.timerMu.Unlock()
+	return q.firing
+}

@@ -173,6 +173,20 @@ func (q *Workqueue) QueueKeyed(key uint64, w *Work) bool {
 		return false
 	}
 	q.keyedN.Add(1)
+	// The lifecycle again, now that w counts in keyedN: admitPended's
+	// check above may have passed before a Destroy whose drain found
+	// keyedN 0 and ended meanwhile; w would then become the key's active
+	// instance, or wait behind one, on a queue that refuses it, and be
+	// cancelled after this call returned true. Destroy sets destroying
+	// before its drain reads keyedN: either this load sees it, or the
+	// drain sees w and waits for it.
+	if err := q.checkOpen(admitNew); err != nil {
+		q.keyedN.Add(-1)
+		sh.mu.Unlock()
+		w.markCancelled()
+		w.release()
+		return q.result(op, w, err)
+	}
 	sh.nr[sh.color]++
 	if ks != nil {
 		// The key is busy: wait in its chain, PENDING owned by the chain.

@@ -855,3 +855,52 @@ func TestModDelayedTakesActiveKeyedItemOutOfKey(t *testing.T) {
 	}
 	dw.Cancel()
 }
+
+// TestQueueKeyedAcceptedRunsAcrossDestroy: a QueueKeyed that returned
+// true runs, also when Destroy races it. A call that passed the
+// lifecycle check just before Destroy began, and took its key after
+// Destroy's drain had found no keyed item in flight, became the key's
+// active instance on a destroyed queue (refused, cancelled) and took the
+// calls chained behind it down with it, which had returned true. A
+// stress: many goroutines queue on one key while the queue is destroyed,
+// round after round; every round checks accepted == ran.
+func TestQueueKeyedAcceptedRunsAcrossDestroy(t *testing.T) {
+	captureErrors(t) // the refusals after Destroy
+	budget := 15 * time.Second
+	if testing.Short() {
+		budget = 3 * time.Second
+	}
+	deadline := time.Now().Add(budget)
+	for round := 0; round < 400 && time.Now().Before(deadline); round++ {
+		q, err := wq.Alloc(fmt.Sprintf("keyed-destroy-%d", round), wq.Unbound, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var accepted, ran atomic.Int64
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if q.QueueKeyed(1, wq.NewWork(func() { ran.Add(1) })) {
+						accepted.Add(1)
+					}
+				}
+			}()
+		}
+		time.Sleep(200 * time.Microsecond)
+		q.Destroy()
+		close(stop)
+		wg.Wait()
+		if a, r := accepted.Load(), ran.Load(); a != r {
+			t.Fatalf("round %d: QueueKeyed returned true %d times, %d items ran (after Destroy returned)", round, a, r)
+		}
+	}
+}
