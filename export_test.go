@@ -266,6 +266,27 @@ func (q *Workqueue) Life() string {
 	return "live"
 }
 
+// SetRuntimeNice replaces the reading of the runtime threads' nice that
+// goroutineBacked makes (sched.RuntimeNice) until restore.
+func SetRuntimeNice(f func() (int, bool)) (restore func()) {
+	old := runtimeNice
+	runtimeNice = f
+	return func() { runtimeNice = old }
+}
+
+// PoolsGoroutineBacked reports, for each pwq of q's current table, whether
+// its pool is goroutine-backed.
+func PoolsGoroutineBacked(q *Workqueue) []bool {
+	t := q.table.Load()
+	var out []bool
+	for _, pq := range append(append([]*pwq{t.dfl}, t.pods...), t.cpu...) {
+		if pq != nil {
+			out = append(out, pq.pool.key.goro)
+		}
+	}
+	return out
+}
+
 // TimersFiring returns q's count of armed instances taken off its armed
 // list and not yet queued (timerFn, DelayedWork.Flush, ModDelayed in
 // transit): a witness that such a call is between its grab and its

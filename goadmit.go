@@ -587,11 +587,9 @@ const rtPWaitWarnAfter = time.Millisecond
 var rtPWaitWarned atomic.Bool
 
 // notePWaitRT logs the one-time warning for an RT worker's P wait of ns.
-// Called with the pool lock held; logs on another goroutine.
+// Called by chargePWait on the worker's goroutine; logs on another
+// goroutine.
 func notePWaitRT(pq *pwq, ns int64) {
-	if lockdep {
-		pq.pool.assertHeld()
-	}
 	if ns <= int64(rtPWaitWarnAfter) || !pq.pool.key.class.rt() || !rtPWaitWarned.CompareAndSwap(false, true) {
 		return
 	}

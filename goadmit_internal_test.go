@@ -240,9 +240,7 @@ func TestLongRTPWaitIsLoggedOnce(t *testing.T) {
 	normal := mk(classAttrs{})
 	charge := func(pq *pwq, d time.Duration) {
 		wk := &worker{pwait: int64(d), pwaitSet: true}
-		pq.pool.mu.Lock() // chargePWait asserts it (wqdebug)
 		wk.chargePWait(pq)
-		pq.pool.mu.Unlock()
 	}
 	charge(normal, 5*time.Millisecond)
 	charge(rt, 500*time.Microsecond)

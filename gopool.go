@@ -98,9 +98,12 @@ func (q *Workqueue) goroutineBacked(allow, online topology.CPUSet) bool {
 	if c.nice == 0 {
 		return true
 	}
-	nice, uniform := sched.RuntimeNice()
+	nice, uniform := runtimeNice()
 	return uniform && nice == c.nice
 }
+
+// runtimeNice is sched.RuntimeNice (tests replace it).
+var runtimeNice = sched.RuntimeNice
 
 // GoroutineBacked reports whether q's items are run by goroutine workers
 // (its attributes are the process's own and no Threads option or

@@ -519,3 +519,40 @@ func TestNicedQueueInNicedProcess(t *testing.T) {
 		}
 	}
 }
+
+// A table install judges once whether the queue is goroutine-backed, for
+// all its pools: the runtime threads' nices may change between two reads
+// (a thread reniced or starting), and the pods were chosen on the first
+// read while each pool was keyed on a read of its own.
+func TestGoroutineBackedJudgedOncePerInstall(t *testing.T) {
+	if os.Getenv("GOWQ_THREADS") != "" {
+		t.Skip("GOWQ_THREADS set: no queue is goroutine-backed")
+	}
+	q := mustAlloc(t, "gopool-judged-once", wq.Unbound, 0)
+	nice := reachableNice(t, 7)
+	var reads atomic.Int32
+	// The first read finds every thread at the queue's nice, the later
+	// ones find them differing.
+	restore := wq.SetRuntimeNice(func() (int, bool) {
+		if reads.Add(1) == 1 {
+			return nice, true
+		}
+		return 0, false
+	})
+	defer restore()
+	if err := q.SetNice(nice); err != nil {
+		t.Fatal(err)
+	}
+	if reads.Load() == 0 {
+		t.Fatal("the install did not read the threads' nice: nothing was tested")
+	}
+	got := wq.PoolsGoroutineBacked(q)
+	for _, g := range got {
+		if !g {
+			t.Fatalf("pools goroutine-backed %v after an install whose first read was uniform (%d reads): want all true", got, reads.Load())
+		}
+	}
+	w := wq.NewWork(func() {})
+	q.Queue(w)
+	mustReturn(t, "Flush", func() { w.Flush() })
+}

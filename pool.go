@@ -79,10 +79,12 @@ type poolKey struct {
 //
 // Lock order, outermost first; a lock is only taken while holding locks
 // above it: attrMu, Workqueue.destroyMu, Workqueue.flushMu;
-// Workqueue.mu; poolRegistry.mu; pool.mu (never two at once); Work.mu;
-// the leaves, which are taken last and under which nothing else is
-// taken: Workqueue.timerMu, Workqueue.statsMu, activeLimit.mu, the key
-// shards' locks, the backpressure lock.
+// Workqueue.mu; poolRegistry.mu; pool.mu (never two at once);
+// Workqueue.statsMu (Stats takes the key shards' locks under it); a key
+// shard's lock (one at a time); Work.mu (taken under a key shard's lock:
+// doneUpTo); the leaves, which are taken last and under which nothing
+// else is taken: Workqueue.timerMu, activeLimit.mu, the backpressure
+// lock.
 //
 // Callbacks (user code) and the locks they run under:
 //   - the tracer: activate_work under pool.mu (the only callback under a
@@ -95,8 +97,8 @@ type poolKey struct {
 //   - the logger: under none, except the log of a tracer's panic on
 //     activate_work, under that pool.mu.
 //
-// So a call documented as safe from any tracer event must take only leaf
-// locks: Stats takes statsMu and the key shards' locks.
+// So a call documented as safe from any tracer event must take only
+// locks below pool.mu: Stats takes statsMu and the key shards' locks.
 type pool struct {
 	key  poolKey // I
 	id   int     // I
@@ -305,7 +307,7 @@ func (p *pool) kick() {
 
 // poolMutex is the pool lock. For an RT pool it is a priority-inheritance
 // futex lock (sched.PIMutex): an ordinary thread that holds it (a queuer,
-// a Go timer, Stats) while CPU hogs preempt it is boosted to the priority
+// a Go timer) while CPU hogs preempt it is boosted to the priority
 // of an RT worker that waits for it, so the RT worker waits for the
 // critical section only; and a contended wait sleeps in the kernel rather
 // than parking the locked worker goroutine through the Go scheduler. It

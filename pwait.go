@@ -60,11 +60,9 @@ func (wk *worker) notePWait() {
 }
 
 // chargePWait adds the worker's last wake-up's P wait, if not yet
-// charged, to pq. Called by processOne with the pool lock held.
+// charged, to pq. Called by runItem as the item starts (a wake-up whose
+// worker puts its item back records nothing), on the worker's goroutine.
 func (wk *worker) chargePWait(pq *pwq) {
-	if lockdep {
-		pq.pool.assertHeld()
-	}
 	if wk.pwaitSet {
 		wk.pwaitSet = false
 		if measure.PWait.Load() { // it may have been turned off during the park

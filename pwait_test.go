@@ -3,11 +3,13 @@ package wq_test
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gowq/wq"
 	"github.com/gowq/wq/internal/labsys"
+	"github.com/gowq/wq/wqtrace"
 )
 
 // sparse queues n items on q one at a time, each after the pool's
@@ -113,5 +115,49 @@ func BenchmarkPWaitRoundTrip(b *testing.B) {
 				<-done
 			}
 		})
+	}
+}
+
+// A wake-up is recorded in PWait only when the woken worker then starts
+// an item: a worker woken for an instance that it puts back (a
+// runtime.Goexit in the tracer's execute_start) records none, and the
+// worker woken next to run it records one. Both were recorded, at each
+// dequeue: two P waits for one item.
+func TestPWaitOnlyForWakeUpsThatStartAnItem(t *testing.T) {
+	q := mustAlloc(t, "pwait-put-back", wq.Unbound, 0, wq.Threads())
+	// Two workers, so that a second idle one is woken for the instance
+	// put back.
+	var started sync.WaitGroup
+	started.Add(2)
+	release := make(chan struct{})
+	for range 2 {
+		q.Queue(wq.NewWork(func() { started.Done(); <-release }))
+	}
+	mustReturn(t, "two items running at once", started.Wait)
+	close(release)
+	w := wq.NewWork(func() {})
+	recorded := false
+	for round := 0; round < 5; round++ {
+		waitFor(t, "the pool's workers idle", func() bool { return poolsIdle(q) })
+		time.Sleep(time.Millisecond) // from idle to parked
+		before := q.Stats()
+		var once atomic.Bool
+		wq.SetTracer(tracerFunc(func(ev *wqtrace.Event) {
+			if ev.Kind == wqtrace.ExecuteStart && ev.Workqueue == q.Name() && once.CompareAndSwap(false, true) {
+				runtime.Goexit() // the instance goes back first in line
+			}
+		}))
+		q.Queue(w)
+		mustReturn(t, "Flush", func() { w.Flush() })
+		wq.SetTracer(nil)
+		after := q.Stats()
+		d, ran := after.PWait.Count-before.PWait.Count, after.Total-before.Total
+		if d > ran {
+			t.Fatalf("round %d: %d P waits recorded for %d item started", round, d, ran)
+		}
+		recorded = recorded || d > 0
+	}
+	if !recorded {
+		t.Skip("no wake-up was measured (the workers never parked): nothing was tested")
 	}
 }

@@ -101,8 +101,8 @@ type QueueStats struct {
 
 // Stats returns a snapshot of q's counters. It never blocks for long and
 // is safe from any goroutine, also from every tracer event and every
-// callback, under whatever lock it runs (it takes only leaf locks: pool.go's
-// lock key); counters of different columns may be a few items apart.
+// callback, under whatever lock it runs (it takes only locks below the
+// pool locks: statsMu and the key shards', pool.go's lock key); counters of different columns may be a few items apart.
 // Every counter (Total, CPUTime, CPUItsv, CMW, RPR, Mayday, Rescued,
 // Panics, Pushed, Bounced, ESC, CreateErrors, Adds, and the histograms'
 // counts) is monotonic: a later call never returns less, across attribute

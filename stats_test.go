@@ -751,3 +751,30 @@ func TestCreateErrorsSurviveAttributeChange(t *testing.T) {
 		t.Errorf("after Destroy: CreateErrors %d (was %d)", s.CreateErrors, before)
 	}
 }
+
+// An instance put back by a runtime.Goexit in the tracer's execute_start
+// (it never started) is counted once, when it starts: Latency.Count and
+// Exec.Count equal Total. Its queue-to-start latency was observed at each
+// dequeue, twice.
+func TestStatsLatencyCountedOncePerStart(t *testing.T) {
+	for _, opts := range [][]wq.Option{nil, {wq.Threads()}} {
+		q := mustAlloc(t, "stats-latency-once", wq.Unbound, 0, opts...)
+		var once atomic.Bool
+		wq.SetTracer(tracerFunc(func(ev *wqtrace.Event) {
+			if ev.Kind == wqtrace.ExecuteStart && ev.Workqueue == q.Name() && once.CompareAndSwap(false, true) {
+				runtime.Goexit() // the instance goes back first in line
+			}
+		}))
+		w := wq.NewWork(func() {})
+		q.Queue(w)
+		mustReturn(t, "Flush", func() { w.Flush() })
+		wq.SetTracer(nil)
+		if !once.Load() {
+			t.Fatal("the tracer never ended a worker: nothing was tested")
+		}
+		s := q.Stats()
+		if s.Total != 1 || s.Latency.Count != s.Total || s.Exec.Count != s.Total {
+			t.Errorf("Total %d, Latency.Count %d, Exec.Count %d: want 1 each", s.Total, s.Latency.Count, s.Exec.Count)
+		}
+	}
+}

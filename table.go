@@ -52,7 +52,12 @@ func (q *Workqueue) installTable(topo *topology.Topology) {
 	}
 	mask := effectiveCPUs(q.attrs.cpus, topo.Online, unboundMask.Load())
 	pods := topo.Pods(q.attrs.scope)
-	if q.goroutineBacked(mask, topo.Online) {
+	// Judged once per install, for every pool of the table: the threads'
+	// nices (sched.RuntimeNice) may change between two reads. A strict
+	// queue is never goroutine-backed, and otherwise every pool's allow
+	// is mask.
+	goro := q.goroutineBacked(mask, topo.Online)
+	if goro {
 		// Goroutine workers run on any CPU: pods would only split the
 		// queue over pools that differ in nothing (gopool.go).
 		pods = []topology.CPUSet{mask}
@@ -76,7 +81,7 @@ func (q *Workqueue) installTable(topo *topology.Topology) {
 			allow = pod
 		}
 		key := poolKey{cpu: -1, class: q.attrs.class, pod: pod.String(), allow: allow.String(), strict: q.attrs.strict,
-			goro: q.goroutineBacked(allow, topo.Online)}
+			goro: goro}
 		p := getPool(key, allow.List())
 		return q.newPwq(p, nodeLim(topo.NodeOf(pod.First())))
 	}

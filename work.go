@@ -247,10 +247,7 @@ func (w *Work) grabFrom() (grabResult, *Workqueue) {
 				continue
 			}
 		}
-		if r := w.runner.Load(); r != nil && r.onSelf() && r.starting == w {
-			return grabSelf, nil
-		}
-		if t := w.transit.Load(); t != 0 && t == transitSelf() {
+		if w.selfStarting() {
 			return grabSelf, nil
 		}
 		backoff(spins)
@@ -424,6 +421,20 @@ func (w *Work) wakeWaitersLocked() {
 	w.waiters = w.waiters[:k]
 }
 
+// selfStarting reports whether the caller is the goroutine that must go
+// on for w's pending instance to run: the worker that dequeued it and has
+// not started it (the tracer's execute_start, the stage recorder), or the
+// queuer in whose tracer's queue_work it is in transit, not yet linked.
+// Waiting for that instance there would wait forever (grab's grabSelf,
+// flushTarget's ErrDeadlock).
+func (w *Work) selfStarting() bool {
+	if r := w.runner.Load(); r != nil && r.onSelf() && r.starting == w {
+		return true
+	}
+	t := w.transit.Load()
+	return t != 0 && t == transitSelf()
+}
+
 // selfRunning reports whether the calling thread is the worker executing w
 // (exact: a worker's tid is recorded only while its thread lives).
 func (w *Work) selfRunning() bool {
@@ -462,6 +473,9 @@ func (w *Work) flushTarget() (chan struct{}, error) {
 	var target uint64
 	switch {
 	case st&stPending != 0 && st&stCanceling == 0:
+		if w.selfStarting() {
+			return nil, ErrDeadlock
+		}
 		target = seqOf(st)
 	case w.running > 0:
 		target = w.runSeq
@@ -478,7 +492,10 @@ func (w *Work) flushTarget() (chan struct{}, error) {
 // executing. It returns true if it waited, false if the item was idle. It
 // blocks for as long as that takes; see FlushContext to bound the wait.
 // Flushing an item from inside its own function would wait forever: it
-// returns false at once and reports ErrDeadlock to the error handler. As in
+// returns false at once and reports ErrDeadlock to the error handler; so
+// does flushing it from the tracer's queue_work or execute_start of the
+// instance it would wait for, or from the stage recorder before it, on
+// the goroutine that must go on for that instance to run. As in
 // the kernel, flushing from an item of an ordered queue (or one with
 // max_active 1) an item queued after it on the same queue is a deadlock
 // that is not detected. Mirrors flush_work().

@@ -1,11 +1,15 @@
 package wq_test
 
 import (
+	"context"
+	"errors"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/wqtrace"
 )
 
 // Calls on an item from inside its own running instance while another
@@ -159,5 +163,45 @@ func TestDisableEnable(t *testing.T) {
 	w.Flush()
 	if runs.Load() != 1 {
 		t.Errorf("runs = %d, want 1", runs.Load())
+	}
+}
+
+// Work.FlushContext of an item from the tracer's event of the instance it
+// would wait for, on the goroutine that must go on for that instance to
+// run (queue_work: the queuer, before the item is linked; execute_start:
+// the worker, before it starts the item), returns ErrDeadlock at once, as
+// CancelSync there does. It waited until its deadline (forever for
+// Flush).
+func TestWorkFlushFromOwnTracerEventIsDeadlock(t *testing.T) {
+	for _, kind := range []wqtrace.Kind{wqtrace.QueueWork, wqtrace.ExecuteStart} {
+		for _, opts := range [][]wq.Option{nil, {wq.Threads()}} {
+			t.Run(kind.String()+"/threads="+strconv.FormatBool(opts != nil), func(t *testing.T) {
+				errs := captureErrors(t)
+				q := mustAlloc(t, "flush-tracer-self", wq.Unbound, 0, opts...)
+				var w *wq.Work
+				w = wq.NewWork(func() {})
+				got := make(chan error, 1)
+				var once atomic.Bool
+				wq.SetTracer(tracerFunc(func(ev *wqtrace.Event) {
+					if ev.Kind == kind && ev.Workqueue == q.Name() && once.CompareAndSwap(false, true) {
+						// Generous: a wait that ends only at the deadline is the bug.
+						ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+						defer cancel()
+						_, err := w.FlushContext(ctx)
+						got <- err
+					}
+				}))
+				t.Cleanup(func() { wq.SetTracer(nil) })
+				q.Queue(w)
+				var err error
+				mustReturn(t, "the tracer's FlushContext", func() { err = <-got })
+				wq.SetTracer(nil)
+				if !errors.Is(err, wq.ErrDeadlock) {
+					t.Errorf("FlushContext from the tracer's %v of its own instance = %v, want ErrDeadlock", kind, err)
+				}
+				mustReturn(t, "Flush after", func() { w.Flush() })
+				_ = errs
+			})
+		}
 	}
 }

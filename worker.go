@@ -83,6 +83,7 @@ type worker struct {
 	starting *Work // W: the item between dequeue and startRun (grab's grabSelf check)
 	runSeq   uint64
 	runColor uint8
+	startLat int64 // W: the dequeued instance's queue-to-start ns, observed when it starts; -1 if unknown
 
 	// CPU accounting (measure.CPUAccounting). Reading the thread CPU clock is
 	// a real system call (~0.3 us), so a worker does not read it per item,
@@ -545,11 +546,7 @@ func (wk *worker) processOne(w *Work) bool {
 	wk.gen++
 	wk.curPwq.Store(pq)
 	w.runner.Store(wk)
-	if r := wk.rescuer; r != nil && r.escape {
-		pq.stats.escaped.Add(1)
-	} else if r != nil {
-		pq.stats.rescued.Add(1)
-	} else if pq.wq.flags&CPUIntensive != 0 {
+	if wk.rescuer == nil && pq.wq.flags&CPUIntensive != 0 {
 		wk.cpuIntensive = true
 		p.setCounted(wk, false)
 	}
@@ -561,9 +558,9 @@ func (wk *worker) processOne(w *Work) bool {
 		cmNotifyBusy()
 	}
 	p.progress.Store(now)
-	wk.chargePWait(pq)
+	wk.startLat = -1
 	if qa := w.queuedAt; qa != 0 {
-		pq.stats.observeLatency(now - qa)
+		wk.startLat = now - qa // observed as it starts (runItem)
 	}
 	fn := w.fn
 	if stagesOn() {
@@ -617,7 +614,18 @@ func (wk *worker) runItem(w *Work, fn func(), pq *pwq) {
 	wk.runSeq = w.startRun()
 	wk.starting = nil
 	wk.stage = stageRunning
-	pq.stats.started.Add(1) // as it runs: an instance put back (stageDequeued) never counted
+	// Counted as it runs, with what its dequeue measured: an instance put
+	// back (stageDequeued) is counted once, by the worker that starts it.
+	pq.stats.started.Add(1)
+	if wk.startLat >= 0 {
+		pq.stats.observeLatency(wk.startLat)
+	}
+	wk.chargePWait(pq) // the wake-up that led here, if measured
+	if r := wk.rescuer; r != nil && r.escape {
+		pq.stats.escaped.Add(1)
+	} else if r != nil {
+		pq.stats.rescued.Add(1)
+	}
 	if p := wk.curPool.Load(); p.repatriate {
 		// Start inside the pod: if the scheduler left the worker outside
 		// it, move it in (narrowing migrates it at once) and let it go

@@ -41,8 +41,8 @@ type Workqueue struct {
 	maxActive atomic.Int32             // A: written under mu
 	attrs     queueAttrs               // Q
 	rescuer   *rescuer                 // I
-	// statsMu is a leaf lock (pool.go's lock key): Stats takes it, and
-	// the key shards' locks, and nothing else, so that it is safe from a
+	// statsMu is below the pool locks (pool.go's lock key): Stats takes
+	// it, and under it the key shards' locks, and nothing else, so that it is safe from a
 	// tracer under a pool lock. It makes the release of a pwq (its
 	// counters folded into retired, it leaves allPwqs) one step for
 	// Stats, so that no counter is seen twice or, for a moment, not at all.

@@ -82,7 +82,7 @@ var claims struct {
 	// (unclaim), with the ns of the end: the runtime destroys such a thread
 	// a moment later, with whatever attributes it was given, and
 	// RuntimeNice must not count it meanwhile. Pruned once the thread is
-	// gone, or after endingFor.
+	// gone (RuntimeNice), or after endingFor (RuntimeNice, unclaim).
 	ending map[int]int64
 }
 
@@ -109,7 +109,16 @@ func unclaim(tid int, g uint64) {
 		if claims.ending == nil {
 			claims.ending = make(map[int]int64)
 		}
-		claims.ending[tid] = MonotonicNs()
+		now := MonotonicNs()
+		// Forget the threads that ended over endingFor ago here too, not
+		// only in RuntimeNice, which a process may never call: the map
+		// holds at most the threads ended within endingFor.
+		for t, at := range claims.ending {
+			if now-at > endingFor {
+				delete(claims.ending, t)
+			}
+		}
+		claims.ending[tid] = now
 	}
 	claims.mu.Unlock()
 }

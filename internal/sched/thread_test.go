@@ -3,6 +3,7 @@ package sched
 import (
 	"runtime"
 	"testing"
+	"time"
 )
 
 // TestThreadCheckExactAfterThreadExit: a thread's TLS block (its FS base)
@@ -107,5 +108,57 @@ func TestRuntimeNiceIgnoresEndingGoLockedThreads(t *testing.T) {
 		if n, u := RuntimeNice(); !u || n != base {
 			t.Fatalf("round %d: RuntimeNice = %d, %v right after a GoLocked goroutine at nice %d ended, want %d, true", i, n, u, base+1, base)
 		}
+	}
+}
+
+// The threads of ended GoLocked goroutines are forgotten after endingFor
+// also in a process that never calls RuntimeNice (no niced queue): one
+// entry per worker thread that ever ended was kept until a RuntimeNice.
+func TestEndingThreadsForgottenWithoutRuntimeNice(t *testing.T) {
+	end := func() {
+		done := make(chan struct{})
+		if err := GoLocked(func() { close(done) }); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+	}
+	for range 20 {
+		end()
+	}
+	// The last unclaim runs just after done is closed.
+	waitEnding := func(min int) int {
+		for range 1000 {
+			claims.mu.Lock()
+			n := len(claims.ending)
+			claims.mu.Unlock()
+			if n >= min {
+				return n
+			}
+			time.Sleep(time.Millisecond)
+		}
+		return -1
+	}
+	if n := waitEnding(1); n < 1 {
+		t.Fatal("no ended thread recorded: nothing to test")
+	}
+	// Age them past endingFor, as if no RuntimeNice ran for that long.
+	claims.mu.Lock()
+	for tid, at := range claims.ending {
+		claims.ending[tid] = at - 2*endingFor
+	}
+	claims.mu.Unlock()
+	end()
+	n := 0
+	for range 1000 { // until its unclaim ran (it comes just after done)
+		claims.mu.Lock()
+		n = len(claims.ending)
+		claims.mu.Unlock()
+		if n <= 1 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n > 1 {
+		t.Errorf("%d ended threads still recorded after endingFor, want at most the last one", n)
 	}
 }

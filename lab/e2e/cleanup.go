@@ -31,11 +31,15 @@ type CleanReport struct {
 	Loops     []LoopState `json:"loops,omitempty"`
 	Removed   []string    `json:"removed,omitempty"` // dead session directories removed
 	Kept      []string    `json:"kept,omitempty"`    // dead session directories kept, with the reason
+	// Live are the sessions of other runs still running, left alone:
+	// their fio passes and loads share the CPUs with this run's.
+	Live []string `json:"live,omitempty"`
 }
 
-// Empty reports whether Cleanup found nothing stale.
+// Empty reports whether Cleanup found nothing stale and no other live
+// run.
 func (r CleanReport) Empty() bool {
-	return len(r.Unmounted)+len(r.Failed)+len(r.Loops)+len(r.Removed)+len(r.Kept) == 0
+	return len(r.Unmounted)+len(r.Failed)+len(r.Loops)+len(r.Removed)+len(r.Kept)+len(r.Live) == 0
 }
 
 // String describes the report in one line per action; "" when empty.
@@ -64,6 +68,9 @@ func (r CleanReport) String() string {
 	for _, d := range r.Kept {
 		fmt.Fprintf(&b, "kept %s\n", d)
 	}
+	for _, d := range r.Live {
+		fmt.Fprintf(&b, "another e2e run is live (%s): its passes share the CPUs with this run's, the figures measure both\n", d)
+	}
 	return b.String()
 }
 
@@ -80,9 +87,9 @@ func holders(h []string) string {
 // is gone or a zombie, releases the loop devices bound to
 // their images (a busy device is set to autoclear and reported with who
 // holds it, not claimed released), and removes those directories once
-// nothing is mounted under them. Sessions of live processes are left
-// alone. It blocks up to about 1 s per loop device that does not
-// release at once.
+// nothing is mounted under them. Sessions of other live processes are
+// left alone and listed in Live (a concurrent run shares the CPUs). It
+// blocks up to about 1 s per loop device that does not release at once.
 func Cleanup(base string) (CleanReport, error) {
 	if base == "" {
 		base = DefaultBase
@@ -97,8 +104,12 @@ func Cleanup(base string) (CleanReport, error) {
 	}
 	var dead []string
 	for _, e := range ents {
-		if e.IsDir() && !sessionAlive(e.Name()) {
+		switch {
+		case !e.IsDir():
+		case !sessionAlive(e.Name()):
 			dead = append(dead, filepath.Join(base, e.Name()))
+		case !strings.HasPrefix(e.Name(), strconv.Itoa(os.Getpid())+"-"):
+			r.Live = append(r.Live, filepath.Join(base, e.Name()))
 		}
 	}
 	// Also mounts whose session directory is gone from the listing (a

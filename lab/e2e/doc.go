@@ -38,11 +38,13 @@
 // panic in Run's goroutine, its context's end, and SIGINT, SIGTERM,
 // SIGHUP, SIGQUIT and SIGPIPE. A FUSE unmount is forced (which aborts the
 // connection) and lazy. /dev/fuse descriptors are close-on-exec, set
-// while syscall.ForkLock is held, and fio runs its job as a thread with
-// SIGKILL as its parent-death signal, so that no child outlives the run
-// holding a mount's file or connection. After a SIGKILL, the next start's
+// while syscall.ForkLock is held, and fio (which runs its job as a
+// thread) and mkfs.erofs have SIGKILL as their parent-death signal, so
+// that no child outlives the run holding a mount's file or connection,
+// or writing into its session. After a SIGKILL, the next start's
 // Cleanup finds the sessions whose process is gone (or a zombie),
 // unmounts what they left, releases their loop devices (reporting a busy
 // one as set to autoclear, with who holds it, not as released) and
-// removes their directories; live sessions are left alone.
+// removes their directories; live sessions are left alone, and reported
+// (a concurrent run's passes share the CPUs with this one's).
 package e2e

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -155,16 +156,16 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	}
 	res = &Result{Name: name, Started: time.Now(), Machine: scenario.DetectMachine(),
 		Settings:      Settings{Sequential: o.Sequential, BlockBytes: 4096, PassNs: int64(o.Pass), Rounds: o.Rounds},
-		Decompression: decompressionNote}
+		Decompression: kernelDecompression(o.Sequential, "")}
 	// Only root can have left mounts, and only root can clean them.
-	if os.Geteuid() == 0 {
-		res.Cleanup, err = Cleanup(o.Base)
-		if err != nil {
-			logf("cleanup: %v", err)
-		}
+	if os.Geteuid() != 0 {
+		res.CleanupNotRun = "not root: only root can find and unmount what a killed run left"
+	} else if res.Cleanup, err = Cleanup(o.Base); err != nil {
+		res.CleanupNotRun = err.Error()
+		logf("cleanup: %v", err)
 	}
 	if !res.Cleanup.Empty() {
-		logf("cleaned what an earlier run left:\n%s", res.Cleanup.String())
+		logf("at the start:\n%s", res.Cleanup.String())
 	}
 
 	rows := make([]*row, 0, len(RowIDs()))
@@ -200,8 +201,17 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 					r.ex.Close()
 				}
 			}
+			left := leftovers(sess.Dir)
 			if res != nil {
-				res.Leftover = leftovers(sess.Dir)
+				res.Leftover = left
+			}
+			// Also when the run ends by a signal (no Result to show it):
+			// a mount's file still open elsewhere keeps the lazily
+			// unmounted file system, and so its autoclear loop device,
+			// until that holder closes it.
+			if len(left) > 0 {
+				logf("LEFT AFTER CLOSE (a file of the mount is still open elsewhere; an autoclear loop device goes when it is closed): %s",
+					strings.Join(left, ", "))
 			}
 			if cerr != nil && err == nil {
 				err = cerr
@@ -252,6 +262,8 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		res.Settings.SyncDecompress = erofsSyncDecompress(res.Settings.Loop)
+		res.Decompression = kernelDecompression(o.Sequential, res.Settings.SyncDecompress)
 	} else {
 		for _, kind := range o.Loads {
 			res.Tables = append(res.Tables, buildTable(kind, driver.Facts{Antagonist: "not run"}, rows, 0))
@@ -335,11 +347,17 @@ func prepare(sess *Session, o Options, rows []*row, res *Result, logf func(strin
 		case !bytes.Equal(got, want):
 			r.skip = fmt.Sprintf("read back differs from the source (%d of %d bytes)", len(got), len(want))
 		}
-		if r.skip != "" {
+		// A read cut short by the run's end (EIO from the aborted
+		// connection) is not the row's fault.
+		if r.skip != "" && sess.Context().Err() == nil {
 			logf("%s: %s", r.id, r.skip)
 		}
 	}
 	for _, r := range rows {
+		// Once the run is ending (a signal), mount nothing more.
+		if err := sess.Context().Err(); err != nil {
+			return err
+		}
 		if r.skip != "" {
 			continue
 		}
@@ -389,10 +407,58 @@ func leftovers(dir string) []string {
 	return out
 }
 
-// decompressionNote is where this kernel decompresses EROFS LZ4, as the
-// lab's ftrace capture over the fio job showed (docs/results.md).
-const decompressionNote = "in the reading task, never on a workqueue or kthread: over 8 s of the random-read fio job through the " +
-	"kernel row, `wqlab trace --live 8s` recorded 172077 loop0 items (loop_rootcg_workfn) and no " +
-	"z_erofs_decompressqueue_work; fio's kernel stack, sampled, waits inside z_erofs_readahead -> z_erofs_runqueue, " +
-	"EROFS's synchronous path for small reads, which decompresses in the caller once its bio completes " +
-	"(CONFIG_EROFS_FS_PCPU_KTHREAD is off here, Linux 6.18)."
+// erofsSyncDecompress reads the sync_decompress of the EROFS mounted from
+// loop (/sys/fs/erofs/loopN/sync_decompress): "0 (auto)", "1 (force_on)"
+// or "2 (force_off)", or "" when it cannot be read.
+func erofsSyncDecompress(loop string) string {
+	if loop == "" {
+		return ""
+	}
+	b, err := os.ReadFile(filepath.Join("/sys/fs/erofs", filepath.Base(loop), "sync_decompress"))
+	if err != nil {
+		return ""
+	}
+	v := strings.TrimSpace(string(b))
+	switch v {
+	case "0":
+		return v + " (auto)"
+	case "1":
+		return v + " (force_on)"
+	case "2":
+		return v + " (force_off)"
+	}
+	return v
+}
+
+// kernelDecompression says where this run's kernel row decompressed, from
+// its mount's sync_decompress after the last pass (mode, as
+// erofsSyncDecompress gives it) and the reads' kind, following
+// z_erofs_decompress_kickoff (fs/erofs/zdata.c): EROFS starts in auto,
+// where readahead decompresses where its bio completes, and switches to
+// force_on the first time a bio completes in atomic context and its
+// decompression is queued on the erofs_worker workqueue (WQ_UNBOUND |
+// WQ_HIGHPRI); under force_on, reads of up to max_sync_decompress_pages
+// (3) pages decompress synchronously in the reader.
+func kernelDecompression(seq bool, mode string) string {
+	const where = "where its bio completes: queued on the erofs_worker workqueue (unbound, WQ_HIGHPRI kworkers; " +
+		"per-CPU kthreads with CONFIG_EROFS_FS_PCPU_KTHREAD) when that is atomic context, else inline in the " +
+		"completing task (the loop device's kworker)"
+	const src = " (read from this run's mount after its last pass; the rules are z_erofs_decompress_kickoff's, fs/erofs/zdata.c)"
+	switch {
+	case mode == "":
+		return "not measured: the kernel row did not run, or its sync_decompress could not be read"
+	case strings.HasPrefix(mode, "1"):
+		s := "sync_decompress " + mode + ": this mount switched from auto when one of its bios completed in " +
+			"atomic context, and that bio's decompression ran on the erofs_worker workqueue; since then a read of up " +
+			"to max_sync_decompress_pages (3) pages decompresses synchronously in the reading task (fio)"
+		if seq {
+			return s + "; sequential readahead reads more than 3 pages, so most of these reads decompress " + where + src
+		}
+		return s + ", as fio's 4 KiB random reads are; larger readahead decompresses " + where + src
+	case strings.HasPrefix(mode, "0"):
+		return "sync_decompress " + mode + ": no bio of this mount completed in atomic context, so its readahead " +
+			"(the 4 KiB reads too) decompressed inline in the task that completed the bio (the loop device's kworker), " +
+			"not in fio" + src
+	}
+	return "sync_decompress " + mode + ": readahead decompresses " + where + src
+}

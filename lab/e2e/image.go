@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // CorpusFile is the name of the file the rows' fio jobs read: the lab's
@@ -76,13 +78,18 @@ var ErrNoMkfs = errors.New("e2e: mkfs.erofs is not installed (erofs-utils)")
 
 // MakeEROFS builds an LZ4HC-compressed EROFS image of the tree src at
 // image (`mkfs.erofs -zlz4hc image src`). It blocks while mkfs runs
-// (about 1 s for 32 MiB on a 2-CPU VM) and is killed when ctx ends.
+// (about 1 s for 32 MiB on a 2-CPU VM) and is killed when ctx ends, and
+// also when this process dies (SIGKILL as its parent-death signal), so
+// that no orphaned mkfs writes on into a dead session.
 func MakeEROFS(ctx context.Context, image, src string) error {
 	bin, err := exec.LookPath("mkfs.erofs")
 	if err != nil {
 		return ErrNoMkfs
 	}
-	out, err := exec.CommandContext(ctx, bin, "-zlz4hc", image, src).CombinedOutput()
+	cmd := exec.CommandContext(ctx, bin, "-zlz4hc", image, src)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.WaitDelay = time.Second
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("e2e: mkfs.erofs -zlz4hc: %w: %s", err, strings.TrimSpace(string(out)))
 	}

@@ -19,8 +19,13 @@ import (
 // The test binary re-executed as a child runs Run on a small tree
 // (GOWQ_E2E_CHILD=run) with its base and source from the environment.
 func TestMain(m *testing.M) {
-	if os.Getenv("GOWQ_E2E_CHILD") == "run" {
+	switch os.Getenv("GOWQ_E2E_CHILD") {
+	case "run":
 		os.Exit(childRun())
+	case "mkfs":
+		err := MakeEROFS(context.Background(), os.Getenv("GOWQ_E2E_IMG"), os.Getenv("GOWQ_E2E_SRC"))
+		fmt.Fprintf(os.Stderr, "child: MakeEROFS returned: %v\n", err)
+		os.Exit(3)
 	}
 	os.Exit(m.Run())
 }

@@ -18,17 +18,20 @@ import (
 // "gowq.wqlab.e2e/v1", also for e2e-seq): one table per load, the goals,
 // where the kernel decompresses, and what the start cleaned.
 type Result struct {
-	Schema        string           `json:"schema"`
-	Name          string           `json:"name"` // e2e or e2e-seq
-	Started       time.Time        `json:"started"`
-	Finished      time.Time        `json:"finished"`
-	Machine       scenario.Machine `json:"machine"`
-	Settings      Settings         `json:"settings"`
-	Cleanup       CleanReport      `json:"cleanup"`            // stale mounts and loop devices found at the start
-	Leftover      []string         `json:"leftover,omitempty"` // mounts or loop devices of this run still there after Close (none expected)
-	Decompression string           `json:"decompression"`      // where this kernel decompresses EROFS LZ4
-	Tables        []Table          `json:"tables"`
-	Goals         []Goal           `json:"goals"`
+	Schema   string           `json:"schema"`
+	Name     string           `json:"name"` // e2e or e2e-seq
+	Started  time.Time        `json:"started"`
+	Finished time.Time        `json:"finished"`
+	Machine  scenario.Machine `json:"machine"`
+	Settings Settings         `json:"settings"`
+	Cleanup  CleanReport      `json:"cleanup"` // stale mounts and loop devices found at the start
+	// CleanupNotRun is why the start did not look for what killed runs
+	// left (not root, or the base could not be read); "" when it did.
+	CleanupNotRun string   `json:"cleanup_not_run,omitempty"`
+	Leftover      []string `json:"leftover,omitempty"` // mounts or loop devices of this run still there after Close (none expected)
+	Decompression string   `json:"decompression"`      // where the kernel row decompressed, from its mount's sync_decompress
+	Tables        []Table  `json:"tables"`
+	Goals         []Goal   `json:"goals"`
 
 	fio map[string]map[string]*stats.Samples // load -> row -> clat, for WriteFio
 }
@@ -43,6 +46,10 @@ type Settings struct {
 	ContainerBytes int64  `json:"container_bytes"` // the Go rows' stored LZ4 blocks
 	ImageBytes     int64  `json:"image_bytes,omitempty"`
 	Loop           string `json:"loop,omitempty"`
+	// SyncDecompress is the kernel row's mount's sync_decompress
+	// (/sys/fs/erofs/<loop>/sync_decompress) after its last pass: "0
+	// (auto)", "1 (force_on)" or "2 (force_off)"; "" when not read.
+	SyncDecompress string `json:"sync_decompress,omitempty"`
 	Source         string `json:"source"`
 }
 
@@ -69,9 +76,14 @@ type Row struct {
 	MiBs       float64 `json:"bandwidth_mib_s"`
 	// P99Chg is the change of p99 against the inline row, in %.
 	P99Chg *float64 `json:"p99_change_pct,omitempty"`
-	// RoundP50 and RoundP99 are the row's p50 and p99 in each round.
-	RoundP50 []float64 `json:"round_p50_us,omitempty"`
-	RoundP99 []float64 `json:"round_p99_us,omitempty"`
+	// RoundP50 and RoundP99 are the row's p50 and p99 in each round,
+	// each over that round's reads alone. Clat pools every round's reads,
+	// so a round that stalls (fio psync issues one read at a time) adds
+	// few reads and barely moves Clat.P99Us; P99WorstRound is the highest
+	// of RoundP99.
+	RoundP50      []float64 `json:"round_p50_us,omitempty"`
+	RoundP99      []float64 `json:"round_p99_us,omitempty"`
+	P99WorstRound float64   `json:"p99_worst_round_us,omitempty"`
 }
 
 // Latency is fio's completion latency summary, us.
@@ -89,8 +101,9 @@ type Latency struct {
 // Verdict says whether the best RT row (gowq RT or the FIFO-low
 // kthreads) beat inline, ants and the default queue on p99 clat. Ratio is
 // the best of those over the best RT row (above 1: RT better), whole run;
-// RatioMin/Max its range over the rounds; Decided only when every round
-// agrees with the whole run, as the suite's margins.
+// Rounds the same pair's ratio in each round, RatioMin/Max its range.
+// Decided only when at least 3 rounds all agree with the whole run and
+// the whole run's margin is at least 5% (noiseMargin).
 type Verdict struct {
 	Text     string    `json:"text"`
 	Decided  bool      `json:"decided"`
@@ -107,7 +120,41 @@ type Verdict struct {
 type Goal struct {
 	Goal     string `json:"goal"`
 	Measured string `json:"measured"`
-	Verdict  string `json:"verdict"` // met, NOT met, not measured, or met in the whole run but not in every round
+	// Verdict is met (every round meets it), NOT met (no round does),
+	// not decided (the rounds disagree, or fewer than 3), or not measured.
+	Verdict string `json:"verdict"`
+	// Rounds is the goal's figure in each round (a ratio), when it is
+	// decided per round.
+	Rounds []float64 `json:"round_figures,omitempty"`
+}
+
+// minRounds is the fewest rounds that decide a verdict or a goal, and
+// noiseMargin the whole-run ratio within which (1/1.05 to 1.05) a verdict
+// is run-to-run noise; both as lab/scenario's margins.
+const (
+	minRounds   = 3
+	noiseMargin = 1.05
+)
+
+// roundMark decides a goal from its figure in each round, as the lab's
+// throughput goals are: "met" when every round passes, "NOT met" when no
+// round does, "not decided" otherwise or with fewer than minRounds.
+func roundMark(xs []float64, pass func(float64) bool) string {
+	n := 0
+	for _, x := range xs {
+		if pass(x) {
+			n++
+		}
+	}
+	switch {
+	case len(xs) < minRounds:
+		return "not decided"
+	case n == len(xs):
+		return "met"
+	case n == 0:
+		return "NOT met"
+	}
+	return "not decided"
 }
 
 func latencyOf(s *stats.Samples) Latency {
@@ -158,6 +205,9 @@ func buildTable(kind driver.LoadKind, f driver.Facts, rows []*row, rounds int) T
 		for _, rs := range r.rounds[kind] {
 			tr.RoundP50 = append(tr.RoundP50, pct(rs, 50))
 			tr.RoundP99 = append(tr.RoundP99, pct(rs, 99))
+		}
+		if len(tr.RoundP99) > 0 {
+			tr.P99WorstRound = slices.Max(tr.RoundP99)
 		}
 		t.Rows = append(t.Rows, tr)
 	}
@@ -224,24 +274,34 @@ func (t *Table) verdict() Verdict {
 	}
 	v.BestRT, v.Best = rt.ID, opp.ID
 	v.Ratio = opp.Clat.P99Us / rt.Clat.P99Us
-	v.Rounds = t.roundRatios(rt, oppRows)
+	// Per round, the whole run's pair, as lab/scenario's applyMargin.
+	v.Rounds = t.roundRatios(rt, []string{opp.ID})
 	if len(v.Rounds) > 0 {
 		v.RatioMin, v.RatioMax = slices.Min(v.Rounds), slices.Max(v.Rounds)
 	}
 	v.RTWins = v.Ratio > 1
-	agree := len(v.Rounds) >= 3
+	agree := len(v.Rounds) >= minRounds
 	for _, r := range v.Rounds {
 		agree = agree && (r > 1) == v.RTWins
 	}
-	v.Decided = agree
+	noise := v.Ratio < noiseMargin && v.Ratio > 1/noiseMargin
+	v.Decided = agree && !noise
 	word := "NO"
 	if v.RTWins {
 		word = "YES"
 	}
-	v.Text = fmt.Sprintf("%s%s: %s p99 %s us, best of inline/ants/default queue (%s) %s us: %.2fx; rounds %.2f-%.2fx",
-		prefix, word, rt.Label, fmtUs(rt.Clat.P99Us), opp.Label, fmtUs(opp.Clat.P99Us), v.Ratio, v.RatioMin, v.RatioMax)
-	if !v.Decided {
-		v.Text = prefix + "not decided (the rounds disagree or fewer than 3): " + strings.TrimPrefix(v.Text, prefix)
+	v.Text = fmt.Sprintf("%s%s: %s p99 %s us (rounds %s), best of inline/ants/default queue (%s) %s us (rounds %s): %.2fx; per round %s",
+		prefix, word, rt.Label, fmtUs(rt.Clat.P99Us), fmtUsList(rt.RoundP99), opp.Label, fmtUs(opp.Clat.P99Us),
+		fmtUsList(opp.RoundP99), v.Ratio, fmtRatios(v.Rounds))
+	switch {
+	case len(v.Rounds) < minRounds:
+		v.Text = prefix + fmt.Sprintf("not decided (%d round(s), fewer than %d): ", len(v.Rounds), minRounds) + strings.TrimPrefix(v.Text, prefix)
+	case !agree:
+		v.Text = prefix + "not decided (the rounds disagree): " + strings.TrimPrefix(v.Text, prefix)
+	case noise:
+		v.Text = prefix + "not decided (the margin is under 5%: within run-to-run noise): " + strings.TrimPrefix(v.Text, prefix)
+	default:
+		v.Text += "; every round agrees"
 	}
 	return v
 }
@@ -285,13 +345,13 @@ func goals(res *Result) []Goal {
 	}
 	switch {
 	case len(bad) > 0:
-		g = append(g, Goal{"every file read through each row is identical to its source",
-			"differs: " + strings.Join(slices.Compact(bad), ", "), "NOT met"})
+		g = append(g, Goal{Goal: "every file read through each row is identical to its source",
+			Measured: "differs: " + strings.Join(slices.Compact(bad), ", "), Verdict: "NOT met"})
 	case measured == 0:
-		g = append(g, Goal{"every file read through each row is identical to its source", "no row ran", "not measured"})
+		g = append(g, Goal{"every file read through each row is identical to its source", "no row ran", "not measured", nil})
 	default:
 		g = append(g, Goal{"every file read through each row is identical to its source",
-			"every measured row's file read back whole, byte for byte, before measuring", "met"})
+			"every measured row's file read back whole, byte for byte, before measuring", "met", nil})
 	}
 	// Hogs: best gowq p99 <= 1/10 of inline's and of ants'.
 	hog := res.table(string(driver.LoadHog))
@@ -300,42 +360,48 @@ func goals(res *Result) []Goal {
 	}
 	goal := "hogs: the best gowq row's p99 <= 1/10 of inline's and of ants'"
 	if hog == nil || hog.best(gowqRows) == nil || hog.row(ExecInline) == nil || hog.row(ExecInline).Skipped || hog.row(ExecAnts) == nil || hog.row(ExecAnts).Skipped {
-		g = append(g, Goal{goal, "not measured", "not measured"})
+		g = append(g, Goal{goal, "not measured", "not measured", nil})
 	} else {
 		b, in, an := hog.best(gowqRows), hog.row(ExecInline), hog.row(ExecAnts)
 		ri, ra := in.Clat.P99Us/b.Clat.P99Us, an.Clat.P99Us/b.Clat.P99Us
-		verdict := "NOT met"
-		if ri >= 10 && ra >= 10 {
-			verdict = "met"
-		}
+		// Per round, the lower of inline's and ants' p99 over the whole
+		// run's best gowq row's, in that round.
 		rr := hog.roundRatios(b, []string{ExecInline, ExecAnts})
-		if verdict == "met" && (len(rr) == 0 || slices.Min(rr) < 10) {
-			verdict = "met in the whole run, not in every round"
-		}
-		g = append(g, Goal{goal, fmt.Sprintf("%s %s us; inline %s us (%.2fx), ants %s us (%.2fx); rounds (lower of the two) %s",
-			b.Label, fmtUs(b.Clat.P99Us), fmtUs(in.Clat.P99Us), ri, fmtUs(an.Clat.P99Us), ra, fmtRange(rr)), verdict})
+		g = append(g, Goal{goal, fmt.Sprintf("pooled: %s %s us; inline %s us (%.2fx), ants %s us (%.2fx); per round: %s %s us, inline %s, ants %s; lower of the two over %s per round %s",
+			b.Label, fmtUs(b.Clat.P99Us), fmtUs(in.Clat.P99Us), ri, fmtUs(an.Clat.P99Us), ra,
+			b.Label, fmtUsList(b.RoundP99), fmtUsList(in.RoundP99), fmtUsList(an.RoundP99), b.Label, fmtRatios(rr)),
+			roundMark(rr, func(x float64) bool { return x >= 10 }), rr})
 	}
 	// Idle: gowq rows' p50 within 1.2x of inline's.
 	idle := res.table(string(driver.LoadNone))
 	goal = "idle: the gowq rows' p50 within 1.2x of inline's"
 	if idle == nil || idle.row(ExecInline) == nil || idle.row(ExecInline).Skipped || idle.best(gowqRows) == nil {
-		g = append(g, Goal{goal, "not measured", "not measured"})
+		g = append(g, Goal{goal, "not measured", "not measured", nil})
 	} else {
 		in := idle.row(ExecInline)
 		var parts []string
-		ok := true
+		marks := map[string]bool{}
 		for _, id := range gowqRows {
 			if r := idle.row(id); r != nil && !r.Skipped {
-				x := r.Clat.MedianUs / in.Clat.MedianUs
-				ok = ok && x <= 1.2
-				parts = append(parts, fmt.Sprintf("%s %.2fx", r.Label, x))
+				var xs []float64
+				for k := range min(len(r.RoundP50), len(in.RoundP50)) {
+					if in.RoundP50[k] > 0 && !math.IsNaN(r.RoundP50[k]) {
+						xs = append(xs, r.RoundP50[k]/in.RoundP50[k])
+					}
+				}
+				m := roundMark(xs, func(x float64) bool { return x <= 1.2 })
+				marks[m] = true
+				parts = append(parts, fmt.Sprintf("%s pooled %.2fx, per round %s (%s)", r.Label, r.Clat.MedianUs/in.Clat.MedianUs, fmtRatios(xs), m))
 			}
 		}
-		verdict := "NOT met"
-		if ok {
-			verdict = "met"
+		verdict := "met"
+		switch {
+		case marks["NOT met"]:
+			verdict = "NOT met"
+		case marks["not decided"]:
+			verdict = "not decided"
 		}
-		g = append(g, Goal{goal, fmt.Sprintf("inline p50 %s us; %s", fmtUs(in.Clat.MedianUs), strings.Join(parts, ", ")), verdict})
+		g = append(g, Goal{goal, fmt.Sprintf("inline p50 %s us (rounds %s); %s", fmtUs(in.Clat.MedianUs), fmtUsList(in.RoundP50), strings.Join(parts, ", ")), verdict, nil})
 	}
 	// Kernel row under every load.
 	var kl []string
@@ -351,27 +417,48 @@ func goals(res *Result) []Goal {
 	if all {
 		verdict = "met"
 	}
-	g = append(g, Goal{"the kernel EROFS row is reported under every load", cmpOr(strings.Join(kl, "; "), "not measured"), verdict})
+	g = append(g, Goal{"the kernel EROFS row is reported under every load", cmpOr(strings.Join(kl, "; "), "not measured"), verdict, nil})
 	// Moonshot.
 	goal = "moonshot: the best gowq row's p99 under hogs <= the kernel's"
 	if hog == nil || hog.best(gowqRows) == nil || hog.row(RowKernel) == nil || hog.row(RowKernel).Skipped {
-		g = append(g, Goal{goal, "not measured", "not measured"})
+		g = append(g, Goal{goal, "not measured", "not measured", nil})
 	} else {
 		b, k := hog.best(gowqRows), hog.row(RowKernel)
-		verdict := "NOT met"
-		if b.Clat.P99Us <= k.Clat.P99Us {
-			verdict = "met"
-		}
-		g = append(g, Goal{goal, fmt.Sprintf("%s %s us, kernel %s us (%.2fx)", b.Label, fmtUs(b.Clat.P99Us), fmtUs(k.Clat.P99Us), b.Clat.P99Us/k.Clat.P99Us), verdict})
+		rr := hog.roundRatios(k, []string{b.ID}) // b's p99 over the kernel's, per round
+		g = append(g, Goal{goal, fmt.Sprintf("pooled: %s %s us, kernel %s us (%.2fx); per round: %s %s us, kernel %s us, ratio %s",
+			b.Label, fmtUs(b.Clat.P99Us), fmtUs(k.Clat.P99Us), b.Clat.P99Us/k.Clat.P99Us,
+			b.Label, fmtUsList(b.RoundP99), fmtUsList(k.RoundP99), fmtRatios(rr)),
+			roundMark(rr, func(x float64) bool { return x <= 1 }), rr})
 	}
 	return g
 }
 
-func fmtRange(r []float64) string {
-	if len(r) == 0 {
+// fmtUsList formats per-round latencies, us, as "20.94/61332/61204".
+func fmtUsList(xs []float64) string {
+	if len(xs) == 0 {
 		return "n/a"
 	}
-	return fmt.Sprintf("%.2f-%.2fx", slices.Min(r), slices.Max(r))
+	var p []string
+	for _, x := range xs {
+		p = append(p, fmtUs(x))
+	}
+	return strings.Join(p, "/")
+}
+
+// fmtRatios formats per-round ratios as "0.75/12.4/361x".
+func fmtRatios(xs []float64) string {
+	if len(xs) == 0 {
+		return "n/a"
+	}
+	var p []string
+	for _, x := range xs {
+		if x >= 100 {
+			p = append(p, fmt.Sprintf("%.0f", x))
+		} else {
+			p = append(p, fmt.Sprintf("%.2f", x))
+		}
+	}
+	return strings.Join(p, "/") + "x"
 }
 
 func cmpOr(a, b string) string {
@@ -395,7 +482,7 @@ func (r *Result) title() string {
 	return fmt.Sprintf("fio psync %d KiB %s reads through each file system", r.Settings.BlockBytes>>10, pattern)
 }
 
-var heads = []string{"config", "reads", "MiB/s", "clat avg", "p50", "p99", "p99.9", "max", "p99 chg", "p99 per round"}
+var heads = []string{"config", "reads", "MiB/s", "clat avg", "p50", "p99 pooled", "p99.9", "max", "p99 chg", "p99 per round", "p99 worst round"}
 
 func (t *Table) lines() []driver.Line {
 	var ls []driver.Line
@@ -413,7 +500,7 @@ func (t *Table) lines() []driver.Line {
 			rp = append(rp, fmtUs(v))
 		}
 		ls = append(ls, driver.Line{Cells: []string{r.Label, fmt.Sprint(r.Reads), fmt.Sprintf("%.1f", r.MiBs),
-			fmtUs(r.Clat.AvgUs), fmtUs(r.Clat.MedianUs), fmtUs(r.Clat.P99Us), fmtUs(r.Clat.P999Us), fmtUs(r.Clat.MaxUs), chg, strings.Join(rp, " ")}})
+			fmtUs(r.Clat.AvgUs), fmtUs(r.Clat.MedianUs), fmtUs(r.Clat.P99Us), fmtUs(r.Clat.P999Us), fmtUs(r.Clat.MaxUs), chg, strings.Join(rp, " "), fmtUs(r.P99WorstRound)}})
 	}
 	return ls
 }
@@ -435,6 +522,11 @@ func (t *Table) loadLine() string {
 	return b.String()
 }
 
+// tableNote is printed under every table.
+const tableNote = "clat in us (fio's completion latency of one read); every pass after invalidate=1; p99 pooled: over every read of all rounds " +
+	"(fio psync issues one read at a time, so a round that stalls adds few reads and barely moves it); p99 chg: pooled, against inline; " +
+	"verdicts and goals are decided per round, each round's p99 over its own reads"
+
 // WriteTable prints one table per load in the seeds' box style, each with
 // its verdict, then the goals, where the kernel decompresses, and what
 // the start cleaned. It returns w's error.
@@ -449,7 +541,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 	for _, t := range r.Tables {
 		fmt.Fprintf(&b, "\n== %s (%s) ==\n%s\n", r.Name, t.Load, t.loadLine())
 		driver.WriteBox(&b, heads, t.lines())
-		b.WriteString("clat in us (fio's completion latency of one read); p99 chg: against inline; every pass after invalidate=1\n")
+		b.WriteString(tableNote + "\n")
 		b.WriteString(t.Verdict.Text + "\n")
 	}
 	b.WriteString("\n== goals ==\n")
@@ -459,7 +551,9 @@ func (r *Result) WriteTable(w io.Writer) error {
 	}
 	driver.WriteBox(&b, []string{"goal", "verdict", "measured"}, gl)
 	fmt.Fprintf(&b, "where the kernel decompresses: %s\n", r.Decompression)
-	if r.Cleanup.Empty() {
+	if r.CleanupNotRun != "" {
+		fmt.Fprintf(&b, "cleanup at start: not run (%s)\n", r.CleanupNotRun)
+	} else if r.Cleanup.Empty() {
 		b.WriteString("cleanup at start: nothing stale\n")
 	} else {
 		b.WriteString("cleanup at start:\n" + r.Cleanup.String())
@@ -507,8 +601,8 @@ td,th{border:1px solid #999;padding:3px 8px;text-align:right}td:first-child,th:f
 <p>Linux {{.R.Machine.Kernel}}, {{.R.Machine.CPUs}} CPUs ({{.R.Machine.CPUModel}}), {{.R.Machine.GoVersion}}.</p>
 {{range .Tables}}<h2>{{.T.Load}}</h2><p>{{.Load}}</p>
 <table><tr>{{range $.Heads}}<th>{{.}}</th>{{end}}</tr>
-{{range .Lines}}<tr>{{if .Skipped}}<td>{{index .Cells 0}}</td><td class="skip" colspan="9">skipped: {{.Skip}}</td>{{else}}{{range .Cells}}<td>{{.}}</td>{{end}}{{end}}</tr>
-{{end}}</table><p class="v">{{.T.Verdict.Text}}</p>{{end}}
+{{range .Lines}}<tr>{{if .Skipped}}<td>{{index .Cells 0}}</td><td class="skip" colspan="10">skipped: {{.Skip}}</td>{{else}}{{range .Cells}}<td>{{.}}</td>{{end}}{{end}}</tr>
+{{end}}</table><p>{{$.Note}}</p><p class="v">{{.T.Verdict.Text}}</p>{{end}}
 <h2>Goals</h2><table><tr><th>goal</th><th>verdict</th><th>measured</th></tr>
 {{range .R.Goals}}<tr><td>{{.Goal}}</td><td>{{.Verdict}}</td><td style="text-align:left">{{.Measured}}</td></tr>{{end}}</table>
 <p>Where the kernel decompresses: {{.R.Decompression}}</p>
@@ -534,5 +628,5 @@ func (r *Result) WriteHTML(w io.Writer) error {
 	r.WriteTable(&txt)
 	r.WriteFio(&fio)
 	return htmlTmpl.Execute(w, map[string]any{"R": r, "Title": r.title(), "Tables": ts, "Heads": heads,
-		"Fio": fio.String(), "Text": txt.String()})
+		"Fio": fio.String(), "Text": txt.String(), "Note": tableNote})
 }
