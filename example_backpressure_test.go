@@ -111,8 +111,8 @@ func ExampleWork_CancelSyncContext() {
 		return
 	}
 	defer q.Destroy()
-	// started has room for the first run's signal: the item may start
-	// before this goroutine waits for it.
+	// started has room for the first run's signal: the worker may start
+	// before this goroutine waits for it (a loaded machine).
 	started, release := make(chan struct{}, 1), make(chan struct{})
 	w := wq.NewWork(func() {
 		select {

@@ -116,9 +116,10 @@ func (q *Workqueue) drainOn() {
 // does not wait for them; Drain or Flush does), nor are items that the
 // rescuer or the escaper has taken to run next. Items queued while it
 // runs may or may not be cancelled. The queue stays usable: new items are
-// accepted as before. The counterpart of pond's Stop (where Destroy is its
-// StopAndWait). It blocks only for the pool and key-table locks it takes
-// in turn. Safe from any goroutine, also from q's own items. A gowq
+// accepted as before. Followed by Destroy, the counterpart of client-go's
+// ShutDown; pond's Stop and StopAndWait run the queued tasks, as
+// DestroyContext and Destroy do. It blocks only for the pool and key-table
+// locks it takes in turn. Safe from any goroutine, also from q's own items. A gowq
 // extension; the kernel has no counterpart.
 func (q *Workqueue) CancelPending() int {
 	if q == nil {

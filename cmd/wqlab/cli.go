@@ -227,7 +227,10 @@ func runSuite(ctx context.Context, f *runFlags, stdout, stderr io.Writer) error 
 
 	var werr error
 	if f.out != "" {
-		werr = writeOutputs(f.out, f.plotFormat, res, txt.Bytes())
+		// results.txt opens with the answer, as the page does; the
+		// terminal had it last, in the summary.
+		top := append([]byte(res.Answer().Text+"\n\n"), txt.Bytes()...)
+		werr = writeOutputs(f.out, f.plotFormat, res, top)
 		if werr == nil {
 			fmt.Fprintf(human, "\nresults written to %s/ (index.html, results.json, results.txt, plots)\n", f.out)
 		}

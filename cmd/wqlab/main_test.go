@@ -133,7 +133,8 @@ func TestQuickSubmitEndToEnd(t *testing.T) {
 	if !strings.HasPrefix(stdout, "doctor: ") || !strings.Contains(stdout, "run `wqlab doctor` for details") {
 		t.Errorf("stdout does not open with the doctor's line:\n%s", stdout)
 	}
-	for _, want := range []string{"== submit:", "verdict (p98 queue->start", "== summary ==", "machine:", "load: 8 burners"} {
+	for _, want := range []string{"== submit:", "verdict (p98 queue->start", "== summary ==\nanswer for this machine: ", "machine:",
+		"load: 8 burners at 90% (qsort)", ": asked for 7.20 CPUs of work on ", "reference: normal unbound (default), "} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)
 		}
@@ -147,6 +148,12 @@ func TestQuickSubmitEndToEnd(t *testing.T) {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s not written: %v", f, err)
 		}
+	}
+	// The answer opens results.txt and the page, as the title's question
+	// opens them.
+	txt, err := os.ReadFile(filepath.Join(dir, "results.txt"))
+	if err != nil || !strings.HasPrefix(string(txt), res.Answer().Text+"\n") {
+		t.Errorf("results.txt does not open with the answer %q (%v):\n%.300s", res.Answer().Text, err, txt)
 	}
 	if !res.Settings.Quick || res.Settings.DurationNs != 1e9 {
 		t.Errorf("settings = %+v", res.Settings)

@@ -84,6 +84,33 @@ func TestReportReadsItself(t *testing.T) {
 			t.Errorf("%s: plot %d px wide on a %d px page", name, v.PlotW, v.PageW)
 		}
 	}
+	// The first thing under the title is the answer to it, and every
+	// table names its reference row.
+	type pageView struct {
+		Answer     string `json:"answer"`
+		AfterTitle bool   `json:"after_title"`
+		References int    `json:"references"`
+	}
+	pv, err := chromedp.Run(ctx, chromedp.Evaluate[pageView](`(() => {
+		const a = document.querySelector("p.answer"), h = document.querySelector("h1");
+		return {answer: a ? a.innerText : "", after_title: !!(a && h && h.nextElementSibling === a),
+			references: Array.from(document.querySelectorAll("section.scenario p.comparison")).filter(p => p.innerText.includes("reference: ")).length};
+	})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.ReplaceAll(pv.Answer, "\u00a0", " ") != res.Answer().Text || !pv.AfterTitle {
+		t.Errorf("answer under the title %q (right after it: %v), want %q", pv.Answer, pv.AfterTitle, res.Answer().Text)
+	}
+	ran := 0
+	for _, s := range res.Scenarios {
+		if !s.Skipped {
+			ran++
+		}
+	}
+	if pv.References != ran {
+		t.Errorf("%d tables name their reference row, want %d", pv.References, ran)
+	}
 	body, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {
 		const c = document.body.cloneNode(true);
 		c.querySelectorAll("pre, svg").forEach(e => e.remove()); // printed text and plots are checked above

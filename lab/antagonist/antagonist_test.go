@@ -160,6 +160,10 @@ func TestBurnersConsumeCPUAndStop(t *testing.T) {
 	if got := len(g.Pids()); got != 2 {
 		t.Fatalf("%d pids, want 2", got)
 	}
+	// Two jobs at 50% ask for one CPU's worth, on every allowed CPU.
+	if a, on := g.Demand(); a != 1 || on != len(allowedCPUs(t)) {
+		t.Errorf("Demand() = %v CPUs on %d, want 1 on %d", a, on, len(allowedCPUs(t)))
+	}
 	for _, pid := range g.Pids() {
 		if !alive(pid) {
 			t.Errorf("burner %d not running", pid)
@@ -258,6 +262,9 @@ func TestHogPinnedAndNiced(t *testing.T) {
 	pids := g.Pids()
 	if len(pids) != 2 {
 		t.Fatalf("pids %v, want 2", pids)
+	}
+	if a, on := g.Demand(); a != 2 || on != 1 { // two spinners on one CPU
+		t.Errorf("Demand() = %v CPUs on %d, want 2 on 1", a, on)
 	}
 	for _, pid := range pids {
 		for _, tid := range threads(t, pid) {

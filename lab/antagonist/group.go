@@ -41,7 +41,19 @@ type Group struct {
 
 	stopOnce sync.Once
 	stopErr  error // set by stopOnce
+
+	// asked and on are the load the group asks for: asked CPUs' worth
+	// of busy time, on on CPUs (Demand). Set before start; 0 unknown.
+	asked float64
+	on    int
 }
+
+// Demand returns the CPU time the group asks for, in CPUs (its jobs'
+// busy shares added: 8 burners at 90% ask for 7.2), and the number of
+// CPUs it may run on (8 burners on a 2-CPU machine: 2; hogs pinned to
+// one CPU: 1). It is what the load would take if nothing else ran; Usage
+// says what it got. Both are 0 when unknown (fio's job file decides).
+func (g *Group) Demand() (cpus float64, on int) { return g.asked, g.on }
 
 // proc is one child.
 type proc struct {
@@ -384,7 +396,15 @@ func Burners(spec BurnerSpec) (*Group, error) {
 		cmds[i] = cmd
 	}
 	name := fmt.Sprintf("%d burners at %d%% (%s)", spec.Jobs, spec.LoadPct, spec.Mode)
-	return startGroup(name, cmds, labels, true, false)
+	g, err := startGroup(name, cmds, labels, true, false)
+	if g != nil {
+		g.asked = float64(spec.Jobs) * float64(spec.LoadPct) / 100
+		g.on = len(spec.CPUs)
+		if g.on == 0 {
+			g.on = allowedCPUCount()
+		}
+	}
+	return g, err
 }
 
 // Hog starts spec.Procs processes pinned to spec.CPU that spin (see
@@ -420,7 +440,11 @@ func Hog(spec HogSpec) (*Group, error) {
 	if spec.DutyPct < 100 {
 		name += fmt.Sprintf(", %d%% of %d ms", spec.DutyPct, spec.PeriodMs)
 	}
-	return startGroup(name, cmds, labels, true, false)
+	g, err := startGroup(name, cmds, labels, true, false)
+	if g != nil {
+		g.asked, g.on = float64(spec.Procs)*float64(spec.DutyPct)/100, 1
+	}
+	return g, err
 }
 
 // spawner forks every child from one goroutine locked to its own OS

@@ -219,6 +219,16 @@ func checkCPUs(cpus []int) error {
 	return nil
 }
 
+// allowedCPUCount is the number of CPUs in this process's affinity mask, 0
+// when it cannot be read.
+func allowedCPUCount() int {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return 0
+	}
+	return set.Count()
+}
+
 func cpuList(set *unix.CPUSet) []int {
 	var out []int
 	for c := range len(set) * 64 {

@@ -266,13 +266,18 @@ type CPUBusy struct {
 
 // Facts is what a load achieved over one measurement (Probe to Read).
 type Facts struct {
-	Antagonist string    // Name()
-	Note       string    // Note(), and "the antagonist exited during the measurement"
-	ProcCPUs   float64   // CPUs the antagonist processes kept busy (CPU time / wall)
-	PerCPU     []CPUBusy // utilisation of each CPU (all processes), by CPU number
-	AllPct     float64   // utilisation of all CPUs together, %
-	WallNs     int64     // interval measured
-	Error      string    // why the CPUs' utilisation could not be measured
+	Antagonist string  // Name()
+	Note       string  // Note(), and "the antagonist exited during the measurement"
+	ProcCPUs   float64 // CPUs the antagonist processes kept busy (CPU time / wall)
+	// AskedCPUs is the CPU time the antagonist asked for, in CPUs (8
+	// burners at 90%: 7.2), on OnCPUs CPUs (antagonist.Group.Demand);
+	// 0 when unknown (fio).
+	AskedCPUs float64
+	OnCPUs    int
+	PerCPU    []CPUBusy // utilisation of each CPU (all processes), by CPU number
+	AllPct    float64   // utilisation of all CPUs together, %
+	WallNs    int64     // interval measured
+	Error     string    // why the CPUs' utilisation could not be measured
 }
 
 // LoadProbe measures the load over one measurement; see Loads.Probe.
@@ -302,6 +307,9 @@ func (m *Loads) Read(p *LoadProbe) Facts {
 		if i >= len(p.u0) {
 			break
 		}
+		a, on := g.Demand()
+		f.AskedCPUs += a
+		f.OnCPUs += on
 		u1 := g.Usage()
 		if wall := u1.Wall - p.u0[i].Wall; wall > 0 {
 			f.ProcCPUs += float64(u1.CPU-p.u0[i].CPU) / float64(wall)

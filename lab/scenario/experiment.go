@@ -75,6 +75,7 @@ func (s *ScenarioResult) WriteSection(w io.Writer) error {
 func (r *Results) Summary() string {
 	var b strings.Builder
 	b.WriteString("\n== summary ==\n")
+	b.WriteString(r.Answer().Text + "\n")
 	for _, s := range r.Scenarios {
 		if s.Skipped {
 			fmt.Fprintf(&b, "%-8s skipped: %s\n", s.Name, s.SkipReason)

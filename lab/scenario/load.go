@@ -38,6 +38,7 @@ func fillLoad(f driver.Facts, info *LoadInfo) {
 	info.Note = driver.JoinNote(info.Note, f.Note)
 	info.WallNs = f.WallNs
 	info.ProcCPUs = f.ProcCPUs
+	info.AskedCPUs, info.OnCPUs = f.AskedCPUs, f.OnCPUs
 	info.Error = f.Error
 	info.AllPct = f.AllPct
 	for _, c := range f.PerCPU {

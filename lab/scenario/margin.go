@@ -90,21 +90,17 @@ func applyMargin(s *ScenarioResult, m metric, rounds roundFigures) {
 		return
 	}
 	v.RatioMin, v.RatioMax = slices.Min(v.RoundRatios), slices.Max(v.RoundRatios)
-	spread := fmt.Sprintf("%s over %s, whole run %.2fx, per round %.2fx-%.2fx (%d rounds; the metric per round: %s %s-%s, %s %s-%s)",
-		wholeOpp.Label, rt.Label, v.Ratio, v.RatioMin, v.RatioMax, n,
+	v.Detail = fmt.Sprintf("%s over %s per round: %.2fx-%.2fx (%d rounds; the metric per round: %s %s-%s, %s %s-%s); whole run %.2fx.",
+		wholeOpp.Label, rt.Label, v.RatioMin, v.RatioMax, n,
 		rt.Label, fmtMetric(m, slices.Min(rtVals)), fmtMetric(m, slices.Max(rtVals)),
-		wholeOpp.Label, fmtMetric(m, slices.Min(oppVals)), fmtMetric(m, slices.Max(oppVals)))
+		wholeOpp.Label, fmtMetric(m, slices.Min(oppVals)), fmtMetric(m, slices.Max(oppVals)), v.Ratio)
 	switch {
 	case v.RTWins && v.RatioMin > 1, !v.RTWins && v.RatioMax < 1:
-		v.Text = prefix + body + " Margin: " + spread + "; every round agrees."
+		v.Text = prefix + strings.TrimSuffix(body, ".") + fmt.Sprintf("; every round agrees (%.2fx-%.2fx, %d rounds).", v.RatioMin, v.RatioMax, n)
 	default:
 		v.Decided = false
-		whole := "NO"
-		if v.RTWins {
-			whole = "YES"
-		}
-		v.Text = prefix + fmt.Sprintf("not decided: the whole run says %s, but the rounds disagree (%s): the margin is within the noise. Whole run: %s",
-			whole, spread, strings.TrimPrefix(strings.TrimPrefix(body, "YES: "), "NO: "))
+		v.Text = prefix + fmt.Sprintf("not decided: %s %s against %s %s (%.2fx in the whole run), but the rounds disagree (%.2fx-%.2fx, %d rounds).",
+			rt.Label, fmtMetric(m, m.get(rt)), wholeOpp.Label, fmtMetric(m, m.get(wholeOpp)), v.Ratio, v.RatioMin, v.RatioMax, n)
 	}
 }
 
@@ -119,7 +115,8 @@ func applyThroughputMargin(s *ScenarioResult, rounds roundFigures) {
 	}
 	ants := rounds["ants"]
 	prefix := "verdict (" + v.Metric + "): "
-	var parts []string
+	var goals goalList
+	var spreads []string
 	all, undecided := true, false
 	maxAllocs := 0.0
 	for i := range s.Rows {
@@ -149,24 +146,22 @@ func applyThroughputMargin(s *ScenarioResult, rounds roundFigures) {
 		default:
 			mark, undecided = "not decided", true
 		}
-		parts = append(parts, fmt.Sprintf("%s %.2fx, rounds %.2fx-%.2fx (goal %.1fx: %s)", r.Label, r.Throughput.VsAnts, lo, hi, goal, mark))
+		goals.add(speedGoal(goal), fmt.Sprintf("%s %.2fx: %s", r.Label, r.Throughput.VsAnts, mark))
+		spreads = append(spreads, fmt.Sprintf("%s %.2fx-%.2fx", r.Label, lo, hi))
 		if ar := s.Row("ants"); ar != nil && ar.Throughput != nil {
 			// CPU per item is judged on the whole run: it is a sum over
 			// the process, not a race between rows.
 			if t, met := cpuGoalText(r, ar, cpu); t != "" {
-				parts = append(parts, t)
+				goals.add(cpuGoal(cpu), t)
 				all = all && met
 			}
 		}
 	}
-	if len(parts) == 0 {
+	if len(goals.order) == 0 {
 		return
 	}
-	mark := "met"
-	if maxAllocs >= 0.01 {
-		mark, all = "NOT met", false
-	}
-	parts = append(parts, fmt.Sprintf("allocations per item on gowq rows at most %.3f (goal 0: %s)", maxAllocs, mark))
+	at, met := allocGoal(maxAllocs)
+	all = all && met
 	v.RTWins = all && !undecided
 	head := "every goal met"
 	switch {
@@ -176,7 +171,10 @@ func applyThroughputMargin(s *ScenarioResult, rounds roundFigures) {
 		head = "not decided"
 		v.Decided = false
 	}
-	v.Text = prefix + head + ": " + strings.Join(parts, "; ") + "."
+	v.Text = prefix + head + ". " + goals.String() + " " + at
+	// A goal is met only when every round meets it: the rounds' range of
+	// items/s over ants' is why a goal is "not decided".
+	v.Detail = fmt.Sprintf("items/s over ants' per round (%d rounds): %s.", len(ants), strings.Join(spreads, ", "))
 }
 
 // markIndicative says that a --quick verdict is indicative only.

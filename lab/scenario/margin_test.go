@@ -23,7 +23,8 @@ func TestMarginRoundsDisagreeNotDecided(t *testing.T) {
 	s := fixedSubmit() // whole run: RT unbound 51 beats go 70.5
 	applyMargin(s, mP98, roundsOf([]float64{50, 50, 50, 50}, []float64{70, 40, 80, 90}))
 	v := s.Verdict
-	if v.Decided || !strings.Contains(v.Text, "not decided") || !strings.Contains(v.Text, "0.80x-1.80x (4 rounds; the metric per round: RT unbound strict 50.00-50.00, go statement 40.00-90.00)") {
+	if v.Decided || !strings.Contains(v.Text, "not decided") || !strings.Contains(v.Text, "rounds disagree (0.80x-1.80x, 4 rounds)") ||
+		!strings.Contains(v.Detail, "0.80x-1.80x (4 rounds; the metric per round: RT unbound strict 50.00-50.00, go statement 40.00-90.00)") {
 		t.Errorf("verdict = %+v", v)
 	}
 	if v.RatioMin != 0.8 || v.RatioMax != 1.8 || len(v.RoundRatios) != 4 {

@@ -23,16 +23,18 @@ var reportTmpl = template.Must(template.New("report").Parse(reportTmplText))
 
 // reportPage is what report.html.tmpl renders.
 type reportPage struct {
-	Title     string
-	Started   string
-	Finished  string
-	Schema    string
-	Machine   []fact
-	Settings  []fact
-	Scenarios []reportScenario
-	Printed   string // everything the run printed, as results.txt holds it
-	SeedsNote string // SeedsExplained
-	Seeds     []SeedInfo
+	Title      string
+	Answer     string // Results.Answer's headline: the title's question answered
+	AnswerMore string // the rest of Results.Answer's text
+	Started    string
+	Finished   string
+	Schema     string
+	Machine    []fact
+	Settings   []fact
+	Scenarios  []reportScenario
+	Printed    string // everything the run printed, as results.txt holds it
+	SeedsNote  string // SeedsExplained
+	Seeds      []SeedInfo
 }
 
 type fact struct{ Name, Value string }
@@ -68,15 +70,17 @@ type reportScenario struct {
 // reported in the page instead.
 func (r *Results) WriteHTML(w io.Writer, printed []byte) error {
 	pg := reportPage{
-		Title:     "wqlab results",
-		Started:   fmtTime(r.Started),
-		Finished:  fmtTime(r.Finished),
-		Schema:    r.Schema,
-		Machine:   facts(reflect.ValueOf(r.Machine), ""),
-		Settings:  facts(reflect.ValueOf(r.Settings), ""),
-		Printed:   string(printed),
-		SeedsNote: SeedsExplained,
-		Seeds:     Seeds(),
+		Title:      "wqlab results",
+		Answer:     nbspUnits(r.Answer().Headline),
+		AnswerMore: nbspUnits(r.Answer().Details),
+		Started:    fmtTime(r.Started),
+		Finished:   fmtTime(r.Finished),
+		Schema:     r.Schema,
+		Machine:    facts(reflect.ValueOf(r.Machine), ""),
+		Settings:   facts(reflect.ValueOf(r.Settings), ""),
+		Printed:    string(printed),
+		SeedsNote:  SeedsExplained,
+		Seeds:      Seeds(),
 	}
 	if !r.Started.IsZero() {
 		pg.Title += ", " + pg.Started
@@ -116,6 +120,7 @@ func (r *Results) WriteHTML(w io.Writer, printed []byte) error {
 				rs.Table.Notes[i] = nbspUnits(rs.Table.Notes[i])
 			}
 			rs.Table.Caption = nbspUnits(rs.Table.Caption)
+			rs.Table.Detail = nbspUnits(rs.Table.Detail)
 			svg, err := s.plotSVG()
 			if err != nil {
 				rs.PlotErr = err.Error()

@@ -93,8 +93,13 @@ type ScenarioResult struct {
 
 // LoadInfo describes the antagonist load during a scenario's measurement.
 type LoadInfo struct {
-	Antagonist string    `json:"antagonist"`           // e.g. "8 burners at 90% (qsort)", "none"
-	ProcCPUs   float64   `json:"antagonist_cpus"`      // CPUs the antagonist processes kept busy (CPU time / wall)
+	Antagonist string  `json:"antagonist"`      // e.g. "8 burners at 90% (qsort)", "none"
+	ProcCPUs   float64 `json:"antagonist_cpus"` // CPUs the antagonist processes kept busy (CPU time / wall)
+	// AskedCPUs is the CPU time the antagonist asked for, in CPUs (8
+	// burners at 90%: 7.2), on OnCPUs CPUs; 0 when unknown. ProcCPUs is
+	// what it got.
+	AskedCPUs  float64   `json:"antagonist_asked_cpus,omitempty"`
+	OnCPUs     int       `json:"antagonist_on_cpus,omitempty"`
 	PerCPU     []CPUBusy `json:"per_cpu,omitempty"`    // utilisation of each CPU (all processes)
 	AllPct     float64   `json:"all_pct"`              // utilisation of all CPUs together, %
 	Note       string    `json:"note,omitempty"`       // e.g. a fallback that was taken
@@ -221,7 +226,10 @@ type Verdict struct {
 	RTWins  bool   `json:"rt_wins"`         // RT beat every baseline and normal-class row
 	BestRT  string `json:"best_rt"`         // ID of the best RT row
 	Loser   string `json:"loser,omitempty"` // ID of the best opponent, or the first one RT did not beat
-	Text    string `json:"text"`            // the line printed under the table
+	Text    string `json:"text"`            // the line printed under the table: short, the whole run and whether every round agrees
+	// Detail is the figures behind Text's margin: the metric of both
+	// rows, or each goal's ratio, in every round; "" when there is none.
+	Detail string `json:"detail,omitempty"`
 	// Ratio is the whole run's margin: the best opponent's metric over
 	// the best RT row's (the other way round for a higher-is-better
 	// metric), so above 1 means RT is better. RoundRatios is the same

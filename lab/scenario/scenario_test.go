@@ -79,7 +79,8 @@ load: 8 burners at 90% (qsort) (kept 1.91 CPUs busy); CPUs busy: cpu0 99% cpu1 1
 latencies in us; ran at: the scheduling class read back from the threads that ran the row's items; chg: change against "normal unbound (default)"
 missed: 1 ms ticks not submitted (all 16 slots busy, or the submitter itself woke more than 1 ms late).
 * gowq has no attribute API to turn affinity_strict off on an RT unbound queue (RT|Unbound is always cpu-scope strict), so the non-strict "WQ_RT" row of seed 002 is measured as RT|PerCPU.
-verdict (p98 queue->start (us)): YES: RT unbound strict (51.00) beats every Go baseline and the normal class; the best of them, go statement, has 70.50 (1.4x).
+reference: normal unbound (default), the default queue (no class flag), seed 002's "before" and what a Go program gets from wq.Alloc with no flags. The verdict compares the best RT row with the best Go pool or normal-class row of this run, whichever it is.
+verdict (p98 queue->start (us)): YES: RT unbound strict 51.00 beats every Go pool and normal-class row; the best of them, go statement 70.50, by 1.4x.
 `
 	if got := b.String(); got != want {
 		t.Errorf("table mismatch\n--- got:\n%s\n--- want:\n%s", got, want)
@@ -95,7 +96,7 @@ func TestVerdict(t *testing.T) {
 	// A baseline that is better than every RT row: NO, naming it.
 	s.Row("go").QueueToStart.P98Us = 40
 	v := computeVerdict(s, mP98)
-	if !v.Decided || v.RTWins || v.Loser != "go" || !strings.Contains(v.Text, "NO: RT unbound strict (51.00) does not beat go statement 40.00") {
+	if !v.Decided || v.RTWins || v.Loser != "go" || !strings.Contains(v.Text, "NO: RT unbound strict 51.00 loses to go statement 40.00 (1.3x better)") {
 		t.Errorf("losing verdict = %+v", v)
 	}
 

@@ -74,6 +74,7 @@ type scenarioDef struct {
 	seeds             []string
 	rows              []rowDef
 	dflt              string   // ID of the reference row
+	dfltWhy           string   // why that row is the reference, for the table's reference line
 	verdict           metric   // what the verdict compares
 	changes           []metric // stored in Row.Change
 	columns           []column
@@ -120,6 +121,7 @@ var scenarioDefs = []*scenarioDef{
 			row("rt-unbound", ""),
 		}, baselineRows()...),
 		dflt:    "highpri-unbound",
+		dfltWhy: "seed 000's \"before\": dm-verity's queue before it became WQ_SCHED_FIFO",
 		verdict: mClat,
 		changes: []metric{mClat, mBW, mP99},
 		columns: []column{
@@ -158,6 +160,7 @@ var scenarioDefs = []*scenarioDef{
 			row("rt-unbound", ""),
 		}, baselineRows()...),
 		dflt:    "highpri-unbound",
+		dfltWhy: "what EROFS queues its decompression on today (an unbound WQ_HIGHPRI queue), which seeds 003 and 001 set out to beat",
 		verdict: mAvg,
 		changes: []metric{mAvg, mMedian, mMax},
 		columns: []column{colN, colAvg, colMedian, colMin, colMax, colStdev, colP99, chgCol(mAvg), chgCol(mMax)},
@@ -181,6 +184,7 @@ var scenarioDefs = []*scenarioDef{
 			row("rt-unbound", "WQ_RT +strict"),
 		}, baselineRows()...),
 		dflt:    "normal-unbound",
+		dfltWhy: "the default queue (no class flag), seed 002's \"before\" and what a Go program gets from wq.Alloc with no flags",
 		verdict: mP98,
 		changes: []metric{mMedian, mMax, mP98},
 		columns: []column{colN, colMedian, colMin, colMax, colP95, colP98, colP99, colMissed, chgCol(mP98), chgCol(mMax)},
@@ -207,6 +211,7 @@ var scenarioDefs = []*scenarioDef{
 			row("rt-unbound", ""),
 		}, baselineRows()...),
 		dflt:    "normal-percpu",
+		dfltWhy: "seed 004's \"before\": delayed work on a per-CPU queue, which runs on the hogged CPU",
 		verdict: mP99,
 		changes: []metric{mP99, mMax},
 		columns: []column{colN, colMedian, colP99, colMax, colAvg,
@@ -242,6 +247,7 @@ var scenarioDefs = []*scenarioDef{
 			row("rt-unbound-batch", ""),
 		}, baselineRows()...),
 		dflt:    "ants",
+		dfltWhy: "the most used Go pool; the throughput goals are multiples of its items/s in the same run",
 		verdict: mMedian,
 		changes: []metric{mMedian, mP99},
 		columns: []column{colN,

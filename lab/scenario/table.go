@@ -51,7 +51,12 @@ type Table struct {
 	// against "default erofs"`.
 	Caption string
 	Notes   []string // footnotes, one per line
-	Verdict string   // the verdict line
+	// Reference names the table's reference row and why it is that row
+	// ("reference: normal unbound (default): the default queue, ...");
+	// "" when the scenario has none or it was not measured.
+	Reference string
+	Verdict   string // the verdict line
+	Detail    string // the figures behind the verdict's margin, or ""
 }
 
 // TableRow is one row of a Table.
@@ -108,7 +113,19 @@ func (s *ScenarioResult) Table() (Table, error) {
 		t.Caption += fmt.Sprintf("; chg: change against %q", d.title())
 	}
 	t.Notes = s.Notes
+	if d := s.Row(s.Default); d != nil && !d.Skipped {
+		t.Reference = "reference: " + d.title()
+		if def.dfltWhy != "" && s.Default == def.dflt {
+			t.Reference += ", " + def.dfltWhy
+		}
+		if def.verdictFn == nil {
+			t.Reference += ". The verdict compares the best RT row with the best Go pool or normal-class row of this run, whichever it is."
+		} else {
+			t.Reference += "."
+		}
+	}
 	t.Verdict = s.Verdict.Text
+	t.Detail = s.Verdict.Detail
 	return t, nil
 }
 
@@ -145,8 +162,14 @@ func (s *ScenarioResult) WriteTable(w io.Writer) error {
 		b.WriteString(n)
 		b.WriteByte('\n')
 	}
+	if t.Reference != "" {
+		b.WriteString(t.Reference + "\n")
+	}
 	b.WriteString(t.Verdict)
 	b.WriteByte('\n')
+	if t.Detail != "" {
+		b.WriteString("rounds: " + t.Detail + "\n")
+	}
 	_, err = io.WriteString(w, b.String())
 	return err
 }
@@ -155,7 +178,16 @@ func (s *ScenarioResult) loadLine() string {
 	l := s.Load
 	var b strings.Builder
 	fmt.Fprintf(&b, "load: %s", l.Antagonist)
-	if l.ProcCPUs > 0 {
+	switch {
+	case l.AskedCPUs > 0 && l.OnCPUs > 0:
+		// What the antagonist asked for and what it got: on a machine
+		// where the measured rows and other processes take their share,
+		// "8 burners at 90%" does not mean 7.2 busy CPUs.
+		fmt.Fprintf(&b, ": asked for %.2f CPUs of work on %d CPU%s, got %.2f", l.AskedCPUs, l.OnCPUs, plural(l.OnCPUs), l.ProcCPUs)
+		if ceil := math.Min(l.AskedCPUs, float64(l.OnCPUs)); ceil > 0 && l.ProcCPUs > 0 {
+			fmt.Fprintf(&b, " (%.0f%% of the %.2f it could use)", 100*l.ProcCPUs/ceil, ceil)
+		}
+	case l.ProcCPUs > 0:
 		fmt.Fprintf(&b, " (kept %.2f CPUs busy)", l.ProcCPUs)
 	}
 	if len(l.PerCPU) > 0 {
@@ -210,6 +242,13 @@ func (s *ScenarioResult) workloadLine() string {
 		}
 	}
 	return ""
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 func fmtDur(ns int64) string {
@@ -344,22 +383,31 @@ func computeVerdict(s *ScenarioResult, m metric) Verdict {
 		if r := m.get(bestOpp) / math.Max(bv, 1e-9); !m.higherBetter && r < 1.05 || m.higherBetter && bv/math.Max(m.get(bestOpp), 1e-9) < 1.05 {
 			noise = " The margin is under 5%: within run-to-run noise."
 		}
-		v.Text = prefix + fmt.Sprintf("YES: %s (%s) beats every Go baseline and the normal class; the best of them, %s, has %s (%s).%s",
+		v.Text = prefix + fmt.Sprintf("YES: %s %s beats every Go pool and normal-class row; the best of them, %s %s, by %s.%s",
 			best.Label, fmtUs(bv), bestOpp.Label, fmtUs(m.get(bestOpp)), ratio(bestOpp), noise)
 		return v
 	}
-	v.Loser = lost[0].ID
-	var names []string
+	v.Loser = bestOpp.ID
 	near := true
 	for _, o := range lost {
-		names = append(names, fmt.Sprintf("%s %s", o.Label, fmtUs(m.get(o))))
 		a, b := m.get(o), bv
 		if m.higherBetter {
 			a, b = b, a
 		}
 		near = near && b <= a*1.05
 	}
-	v.Text = prefix + fmt.Sprintf("NO: %s (%s) does not beat %s.", best.Label, fmtUs(bv), strings.Join(names, ", "))
+	more := ""
+	if len(lost) > 1 {
+		more = fmt.Sprintf(", and %d more row(s)", len(lost)-1)
+	}
+	inv := "n/a"
+	if a, b := m.get(bestOpp), bv; a > 0 && b > 0 {
+		if m.higherBetter {
+			a, b = b, a
+		}
+		inv = fmt.Sprintf("%.1fx", b/a)
+	}
+	v.Text = prefix + fmt.Sprintf("NO: %s %s loses to %s %s (%s better)%s.", best.Label, fmtUs(bv), bestOpp.Label, fmtUs(m.get(bestOpp)), inv, more)
 	if near {
 		v.Text += " The margin is under 5%: within run-to-run noise."
 	}

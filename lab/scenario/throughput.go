@@ -239,6 +239,44 @@ func throughputGoal(r *Row) (speed, cpu float64, ok bool) {
 	return 0, 0, false
 }
 
+// goalList collects a throughput verdict's judgements by goal, so that
+// the verdict names each goal once ("items/s at least 1.0x ants'") and
+// then the rows judged against it.
+type goalList struct {
+	order []string
+	rows  map[string][]string
+}
+
+func (g *goalList) add(goal, row string) {
+	if g.rows == nil {
+		g.rows = map[string][]string{}
+	}
+	if _, ok := g.rows[goal]; !ok {
+		g.order = append(g.order, goal)
+	}
+	g.rows[goal] = append(g.rows[goal], row)
+}
+
+func (g *goalList) String() string {
+	var parts []string
+	for _, goal := range g.order {
+		parts = append(parts, goal+": "+strings.Join(g.rows[goal], "; ")+".")
+	}
+	return strings.Join(parts, " ")
+}
+
+func speedGoal(goal float64) string { return fmt.Sprintf("Items/s at least %.1fx ants'", goal) }
+func cpuGoal(limit float64) string  { return fmt.Sprintf("CPU per item at most %.1fx ants'", limit) }
+
+// allocGoal is the allocation goal's text: no gowq row allocates per item.
+func allocGoal(maxAllocs float64) (text string, met bool) {
+	mark := "met"
+	if maxAllocs >= 0.01 {
+		mark = "NOT met"
+	}
+	return fmt.Sprintf("Allocations per item on gowq rows at most %.3f (goal 0: %s).", maxAllocs, mark), mark == "met"
+}
+
 // cpuGoalText judges row r's CPU per item against ants' (goal: at most
 // limit times), or returns "" when r has no CPU goal or ants' CPU is
 // unknown. met is false only for a goal that is not met.
@@ -252,11 +290,12 @@ func cpuGoalText(r, ants *Row, limit float64) (text string, met bool) {
 	if c > limit*a {
 		mark = "NOT met"
 	}
-	return fmt.Sprintf("%s CPU per item %.2fx ants' (goal %.1fx: %s)", r.Label, c/a, limit, mark), mark == "met"
+	return fmt.Sprintf("%s %.2fx: %s", r.Label, c/a, mark), mark == "met"
 }
 
 // throughputVerdict checks the throughput goals (throughputGoal) against
-// ants/v2 in the same run, and that no gowq row allocates per item.
+// ants/v2 in the same run, and that no gowq row allocates per item. The
+// verdict names each goal, then each row's figure against it.
 func throughputVerdict(s *ScenarioResult) Verdict {
 	v := Verdict{Metric: "empty items/s, as a multiple of ants/v2's"}
 	prefix := "verdict (" + v.Metric + "): "
@@ -266,7 +305,7 @@ func throughputVerdict(s *ScenarioResult) Verdict {
 		return v
 	}
 	v.Decided, v.Loser = true, "ants"
-	var parts []string
+	var goals goalList
 	all := true
 	maxAllocs := 0.0
 	for i := range s.Rows {
@@ -282,25 +321,26 @@ func throughputVerdict(s *ScenarioResult) Verdict {
 		if r.Throughput.VsAnts < goal {
 			mark, all = "NOT met", false
 		}
-		parts = append(parts, fmt.Sprintf("%s %.2fx (goal %.1fx: %s)", r.Label, r.Throughput.VsAnts, goal, mark))
+		goals.add(speedGoal(goal), fmt.Sprintf("%s %.2fx: %s", r.Label, r.Throughput.VsAnts, mark))
 		if t, met := cpuGoalText(r, ants, cpu); t != "" {
-			parts = append(parts, t)
+			goals.add(cpuGoal(cpu), t)
 			all = all && met
 		}
 		maxAllocs = max(maxAllocs, r.Throughput.AllocsPerItem)
 	}
-	if len(parts) == 0 {
+	if len(goals.order) == 0 {
 		v.Decided = false
 		v.Text = prefix + "not decided: no normal or RT row was measured."
 		return v
 	}
-	mark := "met"
-	if maxAllocs >= 0.01 {
-		mark, all = "NOT met", false
-	}
-	parts = append(parts, fmt.Sprintf("allocations per item on gowq rows at most %.3f (goal 0: %s)", maxAllocs, mark))
+	at, met := allocGoal(maxAllocs)
+	all = all && met
 	v.RTWins = all // here: every goal of the table is met
-	v.Text = prefix + strings.Join(parts, "; ") + "."
+	head := "every goal met"
+	if !all {
+		head = "NOT every goal met"
+	}
+	v.Text = prefix + head + ". " + goals.String() + " " + at
 	return v
 }
 

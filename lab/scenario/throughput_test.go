@@ -47,7 +47,7 @@ func TestThroughputQuick(t *testing.T) {
 	}
 	// Decided or not depends on the rounds' spread on a loaded machine;
 	// either way the verdict names the rows and their ranges.
-	if !strings.Contains(s.Verdict.Text, "normal per-CPU") || !strings.Contains(s.Verdict.Text, "rounds ") {
+	if !strings.Contains(s.Verdict.Text, "normal per-CPU") || !strings.Contains(s.Verdict.Detail, "rounds") {
 		t.Errorf("verdict %+v", s.Verdict)
 	}
 	var b bytes.Buffer
@@ -76,8 +76,8 @@ func TestThroughputVerdict(t *testing.T) {
 	if !v.Decided || v.RTWins || v.BestRT != "rt-percpu" {
 		t.Errorf("verdict %+v", v)
 	}
-	for _, want := range []string{"normal per-CPU 1.20x (goal 1.0x: met)", "normal unbound 1.00x (goal 1.0x: met)",
-		"RT unbound strict 0.40x (goal 0.5x: NOT met)", "(goal 0: met)"} {
+	for _, want := range []string{"Items/s at least 1.0x ants': normal per-CPU 1.20x: met; normal unbound 1.00x: met.",
+		"Items/s at least 0.5x ants': RT per-CPU 0.60x: met; RT unbound strict 0.40x: NOT met.", "(goal 0: met)"} {
 		if !strings.Contains(v.Text, want) {
 			t.Errorf("verdict lacks %q: %s", want, v.Text)
 		}
@@ -115,8 +115,8 @@ func TestThroughputCPUGoals(t *testing.T) {
 		mk("normal-unbound", 1.1, 1.6), mk("rt-percpu-batch", 0.8, 1.5), mk("ants", 1, 1),
 	}}
 	v := throughputVerdict(s)
-	for _, want := range []string{"normal unbound CPU per item 1.60x ants' (goal 1.5x: NOT met)",
-		"RT per-CPU, batches of 64 0.80x (goal 1.0x: NOT met)", "RT per-CPU, batches of 64 CPU per item 1.50x ants' (goal 2.0x: met)"} {
+	for _, want := range []string{"CPU per item at most 1.5x ants': normal unbound 1.60x: NOT met.",
+		"Items/s at least 1.0x ants': normal unbound 1.10x: met; RT per-CPU, batches of 64 0.80x: NOT met.", "CPU per item at most 2.0x ants': RT per-CPU, batches of 64 1.50x: met."} {
 		if !strings.Contains(v.Text, want) {
 			t.Errorf("verdict lacks %q: %s", want, v.Text)
 		}
@@ -140,9 +140,9 @@ func TestThroughputCPUGoals(t *testing.T) {
 	}
 	s.Verdict = throughputVerdict(s)
 	applyThroughputMargin(s, rounds)
-	for _, want := range []string{"normal unbound CPU per item 1.20x ants' (goal 1.5x: met)",
-		"RT per-CPU, batches of 64 1.20x, rounds 1.20x-1.20x (goal 1.0x: met)"} {
-		if !strings.Contains(s.Verdict.Text, want) {
+	for _, want := range []string{"CPU per item at most 1.5x ants': normal unbound 1.20x: met.",
+		"RT per-CPU, batches of 64 1.20x: met", "RT per-CPU, batches of 64 1.20x-1.20x"} {
+		if !strings.Contains(s.Verdict.Text+" "+s.Verdict.Detail, want) {
 			t.Errorf("round verdict lacks %q: %s", want, s.Verdict.Text)
 		}
 	}
