@@ -217,7 +217,7 @@
 //     can never get a thread (a thread limit the process already uses up)
 //     keeps its items pending until it can: Flush waits, FlushContext and
 //     DrainContext time out.
-//   - Bounded backlog and bounded shutdown (gowq extensions): MaxPending(n)
+//   - Bounded backlog and bounded shutdown (gowq extensions): WithMaxPending(n)
 //     bounds the items waiting on a queue beyond max_active: a queue of
 //     max_active m holds at most m+n items, each counted from the call
 //     that queues it until its function returns (keyed chains included;

@@ -435,6 +435,9 @@ func goThreadsStaleAt(now int64) {
 // False: wk waited for one outside the lock, which is held again, and
 // the caller looks at the pool again (wk may hold a slot, or be dying).
 func (wk *worker) goSlot(p *pool) bool {
+	if lockdep {
+		p.assertHeld()
+	}
 	if ok, counted := goRoom(); ok {
 		wk.slot, wk.slotCounted, wk.slotAt = true, counted, nanotime()
 		return true
@@ -542,6 +545,9 @@ func (wk *worker) dropSlot() {
 // before its next item. It gives the slot back then. Called with the pool
 // lock held.
 func (wk *worker) goSlotYield(p *pool) bool {
+	if lockdep {
+		p.assertHeld()
+	}
 	if wk.slot && !wk.slotCounted {
 		if goAdm.limit.Load() == math.MaxInt32 {
 			return false
@@ -623,7 +629,8 @@ const rtPWaitWarnAfter = time.Millisecond
 var rtPWaitWarned atomic.Bool
 
 // notePWaitRT logs the one-time warning for an RT worker's P wait of ns.
-// Called with the pool lock held; logs on another goroutine.
+// Called by chargePWait on the worker's goroutine; logs on another
+// goroutine.
 func notePWaitRT(pq *pwq, ns int64) {
 	if ns <= int64(rtPWaitWarnAfter) || !pq.pool.key.class.rt() || !rtPWaitWarned.CompareAndSwap(false, true) {
 		return
