@@ -240,6 +240,9 @@ func TestMappingPanics(t *testing.T) {
 		var g errgroup.Group
 		g.Go(func() error { panic("boom") })
 		_ = g.Wait()
+		// errgroup's deferred done releases Wait while the panic is still
+		// unwinding; the panic ends the process within that time.
+		time.Sleep(10 * time.Second)
 		os.Exit(0) // not reached when errgroup lets the panic through
 	}
 	p := pond.NewPool(1)
