@@ -40,9 +40,6 @@ func admEntries() []admEntry {
 		{"Queue", false, func(q *wq.Workqueue, fn func()) error { return boolErr(q.Queue(wq.NewWork(fn))) }},
 		{"QueueOn", false, func(q *wq.Workqueue, fn func()) error { return boolErr(q.QueueOn(0, wq.NewWork(fn))) }},
 		{"QueueNode", false, func(q *wq.Workqueue, fn func()) error { return boolErr(q.QueueNode(0, wq.NewWork(fn))) }},
-		{"QueueKeyedString", false, func(q *wq.Workqueue, fn func()) error {
-			return boolErr(q.QueueKeyedString("k", wq.NewWork(fn)))
-		}},
 		{"Group.TryGo", false, func(q *wq.Workqueue, fn func()) error {
 			g, _ := q.NewGroup(context.Background())
 			return boolErr(g.TryGo(func(context.Context) error { fn(); return nil }))
@@ -504,20 +501,19 @@ func TestNilRules(t *testing.T) {
 	var nq *wq.Workqueue
 	before := errs.count(wq.ErrInvalidArgument)
 	bools := map[string]func() bool{
-		"Queue":            func() bool { return nq.Queue(w) },
-		"QueueOn":          func() bool { return nq.QueueOn(0, w) },
-		"QueueNode":        func() bool { return nq.QueueNode(0, w) },
-		"QueueKeyed":       func() bool { return nq.QueueKeyed(1, w) },
-		"QueueKeyedString": func() bool { return nq.QueueKeyedString("k", w) },
-		"QueueDelayed":     func() bool { return nq.QueueDelayed(dw, time.Millisecond) },
-		"QueueDelayedOn":   func() bool { return nq.QueueDelayedOn(0, dw, time.Millisecond) },
-		"ModDelayed":       func() bool { return nq.ModDelayed(dw, 0) },
-		"ModDelayedOn":     func() bool { return nq.ModDelayedOn(0, dw, 0) },
-		"QueueBatch":       func() bool { return nq.QueueBatch(w) != 0 },
-		"CancelPending":    func() bool { return nq.CancelPending() != 0 },
-		"Flush":            func() bool { nq.Flush(); return false },
-		"Drain":            func() bool { nq.Drain(); return false },
-		"Destroy":          func() bool { nq.Destroy(); return false },
+		"Queue":          func() bool { return nq.Queue(w) },
+		"QueueOn":        func() bool { return nq.QueueOn(0, w) },
+		"QueueNode":      func() bool { return nq.QueueNode(0, w) },
+		"QueueKeyed":     func() bool { return nq.QueueKeyed(1, w) },
+		"QueueDelayed":   func() bool { return nq.QueueDelayed(dw, time.Millisecond) },
+		"QueueDelayedOn": func() bool { return nq.QueueDelayedOn(0, dw, time.Millisecond) },
+		"ModDelayed":     func() bool { return nq.ModDelayed(dw, 0) },
+		"ModDelayedOn":   func() bool { return nq.ModDelayedOn(0, dw, 0) },
+		"QueueBatch":     func() bool { return nq.QueueBatch(w) != 0 },
+		"CancelPending":  func() bool { return nq.CancelPending() != 0 },
+		"Flush":          func() bool { nq.Flush(); return false },
+		"Drain":          func() bool { nq.Drain(); return false },
+		"Destroy":        func() bool { nq.Destroy(); return false },
 	}
 	for name, f := range bools {
 		var got bool

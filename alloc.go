@@ -17,7 +17,7 @@ import (
 // maxActive bounds the items in flight per CPU (per-CPU queues) or in the
 // whole system split per NUMA node (unbound queues); 0 means 1024
 // (DefaultMaxActive), and a value outside [0, 2048] makes Alloc fail
-// with ErrInvalidArgument, as SetMaxActive and MaxPending(-1) do (the
+// with ErrInvalidArgument, as SetMaxActive and WithMaxPending(-1) do (the
 // kernel clamps with a warning instead). No worker thread
 // is created before the first item is queued; a MemReclaim queue's
 // rescuer thread is created here, as alloc_workqueue creates it, so that
@@ -90,7 +90,7 @@ func alloc(name string, flags Flags, maxActive int, opts []Option) (*Workqueue, 
 		return nil, fmt.Errorf("alloc_workqueue(%q): %w: max_active %d: must be in [0, %d] (0: %d)", name, ErrInvalidArgument, maxActive, MaxActive, DefaultMaxActive)
 	}
 	if o.maxPending < 0 {
-		return nil, fmt.Errorf("alloc_workqueue(%q): %w: MaxPending(%d): must not be negative", name, ErrInvalidArgument, o.maxPending)
+		return nil, fmt.Errorf("alloc_workqueue(%q): %w: WithMaxPending(%d): must not be negative", name, ErrInvalidArgument, o.maxPending)
 	}
 	q := &Workqueue{name: name, flags: flags, unbound: flags&Unbound != 0, ordered: flags&flagOrdered != 0,
 		panicHandler: o.panicHandler, errorHandler: o.errorHandler, threads: o.threads, logger: o.logger}

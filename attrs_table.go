@@ -46,7 +46,7 @@ var queueAttrTable = []queueAttr{
 	{name: "policy", has: allQueues, ro: (*Workqueue).rt,
 		get: func(_ *Workqueue, a Attrs) string { return a.Policy.String() },
 		set: func(_ *Workqueue, a *Attrs, v string) error {
-			p, err := ParsePolicy(v)
+			p, err := parsePolicy(v)
 			if err != nil {
 				return err
 			}
@@ -274,7 +274,7 @@ var globalAttrTable = []globalAttr{
 	{"highpri_policy",
 		func() string { return HighPriPolicy().String() },
 		func(v string) error {
-			p, err := ParsePolicy(v)
+			p, err := parsePolicy(v)
 			if err != nil {
 				return err
 			}

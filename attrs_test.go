@@ -433,7 +433,7 @@ func TestQueueAttrNumbersRangeChecked(t *testing.T) {
 	// The largest values that fit are accepted and read back as written.
 	if err := pq.SetAttr("escape_after", "9223372036854775"); err != nil {
 		t.Errorf("escape_after at the limit: %v", err)
-	} else if d := pq.EscapeAfter(); d != 9223372036854775*time.Microsecond {
+	} else if d := pq.Attrs().EscapeAfter; d != 9223372036854775*time.Microsecond {
 		t.Errorf("escape_after at the limit read back as %v", d)
 	}
 }

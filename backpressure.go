@@ -10,7 +10,7 @@ import (
 // Backpressure: a bound on the items a queue holds (MaxPending).
 //
 // The kernel's queues are unbounded, and so are gowq's by default. With
-// MaxPending(n), a queue of max_active m holds at most m+n instances at
+// WithMaxPending(n), a queue of max_active m holds at most m+n instances at
 // once: the m that max_active lets run, and n that wait. An instance is
 // counted from its admission (admit, on the queue path, before it is
 // linked on a pwq or chained under a key) until its function returns
@@ -86,7 +86,7 @@ type backpressure struct {
 // the kernel's queues are; a negative n makes Alloc fail with
 // ErrInvalidArgument. A gowq extension, with pond's WithQueueSize and
 // ants' WithMaxBlockingTasks as precedents.
-func MaxPending(n int) Option { return func(o *options) { o.maxPending = n } }
+func WithMaxPending(n int) Option { return func(o *options) { o.maxPending = n } }
 
 // MaxPending returns the queue's MaxPending bound n, 0 when unbounded (the
 // queue then holds at most MaxActive()+n items). Never blocks.

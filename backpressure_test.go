@@ -14,8 +14,8 @@ import (
 
 func TestMaxPendingNegativeIsRejected(t *testing.T) {
 	// Catches a negative bound silently taken as unbounded (or as full).
-	if _, err := wq.Alloc("bp-neg", wq.Unbound, 1, wq.MaxPending(-1)); !errors.Is(err, wq.ErrInvalidArgument) {
-		t.Fatalf("Alloc(MaxPending(-1)) err = %v, want ErrInvalidArgument", err)
+	if _, err := wq.Alloc("bp-neg", wq.Unbound, 1, wq.WithMaxPending(-1)); !errors.Is(err, wq.ErrInvalidArgument) {
+		t.Fatalf("Alloc(WithMaxPending(-1)) err = %v, want ErrInvalidArgument", err)
 	}
 }
 
@@ -299,7 +299,7 @@ func TestStatsPendingConsistentUnderRace(t *testing.T) {
 	for _, bound := range []int{0, 16} {
 		var opts []wq.Option
 		if bound > 0 {
-			opts = append(opts, wq.MaxPending(bound))
+			opts = append(opts, wq.WithMaxPending(bound))
 		}
 		q, err := wq.Alloc("bp-race", wq.Unbound, 2, opts...)
 		if err != nil {
@@ -384,7 +384,7 @@ func TestMaxPendingLeavesOnRearmAndCancelSync(t *testing.T) {
 func BenchmarkQueueMaxPending(b *testing.B) {
 	for _, n := range []int{0, 1 << 17} {
 		b.Run(map[int]string{0: "unbounded", 1 << 17: "bounded"}[n], func(b *testing.B) {
-			benchQueueOnly(b, wq.MaxPending(n))
+			benchQueueOnly(b, wq.WithMaxPending(n))
 		})
 	}
 }
@@ -395,7 +395,7 @@ func BenchmarkQueueMaxPending(b *testing.B) {
 // Fault caught: the MaxPending check's refusal reported by the bool calls
 // but lost on the calls that return errors.
 func TestErrorCallsReturnQueueFull(t *testing.T) {
-	q, err := wq.Alloc("full-errs", wq.Unbound, 1, wq.MaxPending(1))
+	q, err := wq.Alloc("full-errs", wq.Unbound, 1, wq.WithMaxPending(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,7 +437,7 @@ func TestErrorCallsReturnQueueFull(t *testing.T) {
 // destroy and for a call made after it began. Catches QueueContext
 // returning a bare ErrDraining there.
 func TestQueueContextRefusalDuringDestroyMatchesQueueErr(t *testing.T) {
-	q, err := wq.Alloc("bpe-destroy", wq.Unbound, 1, wq.MaxPending(1))
+	q, err := wq.Alloc("bpe-destroy", wq.Unbound, 1, wq.WithMaxPending(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -626,13 +626,13 @@ func TestQueueContextReturnsOtherQueueRefusal(t *testing.T) {
 		before := errs.count(wq.ErrOtherQueue)
 		err := q2.QueueContext(context.Background(), b.w)
 		if !errors.Is(err, wq.ErrOtherQueue) || errors.Is(err, wq.ErrDestroyed) {
-			t.Errorf("MaxPending(%d): QueueContext of an item running on another queue = %v, want ErrOtherQueue", bound, err)
+			t.Errorf("WithMaxPending(%d): QueueContext of an item running on another queue = %v, want ErrOtherQueue", bound, err)
 		}
 		if n := errs.count(wq.ErrOtherQueue) - before; n != 0 {
-			t.Errorf("MaxPending(%d): QueueContext reported its refusal %d times, want 0 (it returns it)", bound, n)
+			t.Errorf("WithMaxPending(%d): QueueContext reported its refusal %d times, want 0 (it returns it)", bound, n)
 		}
 		if b.w.Pending() || q2.PendingCount() != 0 {
-			t.Errorf("MaxPending(%d): refused item pending %v, count %d", bound, b.w.Pending(), q2.PendingCount())
+			t.Errorf("WithMaxPending(%d): refused item pending %v, count %d", bound, b.w.Pending(), q2.PendingCount())
 		}
 		b.free()
 		q1.Flush()
@@ -640,12 +640,12 @@ func TestQueueContextReturnsOtherQueueRefusal(t *testing.T) {
 }
 
 // TestMaxPendingIdleQueueTakesMPlusN: an idle queue of max_active m and
-// MaxPending(n) takes exactly m+n items queued at once, whatever the
+// WithMaxPending(n) takes exactly m+n items queued at once, whatever the
 // scheduling (whether or not a worker has started the first ones yet),
 // from one producer and from 40 racing producers, on a goroutine-backed
 // queue, a thread-backed one and a per-CPU one. Catches a bound that
 // counts only the items not yet started (a second Go right after the
-// first refused on an idle queue of max_active 1 and MaxPending(1)), and
+// first refused on an idle queue of max_active 1 and WithMaxPending(1)), and
 // one that lets more than m+n in.
 func TestMaxPendingIdleQueueTakesMPlusN(t *testing.T) {
 	type setup struct {
@@ -903,7 +903,7 @@ func TestBlockingSubmission(t *testing.T) {
 // queue's state only before registering.
 func TestQueueWaitSeesDestroyBegunWhileRegistering(t *testing.T) {
 	ctx := context.Background()
-	q, err := wq.Alloc("bp-wait-destroy", wq.Unbound, 1, wq.MaxPending(1))
+	q, err := wq.Alloc("bp-wait-destroy", wq.Unbound, 1, wq.WithMaxPending(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -956,7 +956,7 @@ func TestSubmitPipelineDropsNothing(t *testing.T) {
 	if testing.Short() {
 		records = 10_000
 	}
-	q, err := wq.Alloc("bp-pipeline", wq.Unbound, 4, wq.MaxPending(16))
+	q, err := wq.Alloc("bp-pipeline", wq.Unbound, 4, wq.WithMaxPending(16))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 	"github.com/gowq/wq/internal/testutil"
 	"github.com/gowq/wq/wqtrace"
 )
@@ -163,7 +164,7 @@ func TestQueueBatchWakesAfterLastInsertion(t *testing.T) {
 			q.Flush()
 			var mu sync.Mutex
 			var queued, woken []int64
-			wq.SetStageRecorder(func(s *wq.Stages) {
+			labsys.SetStageRecorder(func(s *labsys.Stages) {
 				if s.Workqueue != q.Name() {
 					return
 				}
@@ -174,7 +175,7 @@ func TestQueueBatchWakesAfterLastInsertion(t *testing.T) {
 				}
 				mu.Unlock()
 			})
-			defer wq.SetStageRecorder(nil)
+			defer labsys.SetStageRecorder(nil)
 			const n = 32
 			items := make([]*wq.Work, n)
 			for i := range items {

@@ -13,7 +13,7 @@ import (
 // The kernel learns that a worker blocks from the scheduler itself
 // (wq_worker_sleeping/wq_worker_running) and measures CPU hogs at each tick
 // (wq_worker_tick). User space has neither hook, so gowq samples: while any
-// worker of a thread-backed pool (per-CPU or unbound; pool.cm) executes an
+// worker of a thread-backed pool (per-CPU or unbound; not poolKey.goro) executes an
 // item, the CM monitor wakes every cmTick (1 ms) and, for each busy worker,
 //   - reads the thread's run state from /proc/self/task/<tid>/stat: a
 //     worker in S or D state is sleeping, stops counting in nr_running,
@@ -381,7 +381,7 @@ func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick 
 				r.state = 0
 			}
 		}
-		if full && (wk.seenAt != r.gen || r.longRun || (r.sleeping && !sched.Sleeping(r.state))) {
+		if full && (wk.seenGen != r.gen || r.longRun || (r.sleeping && !sched.Sleeping(r.state))) {
 			if c, err := sched.ThreadCPUTime(r.tid); err == nil {
 				r.cpuNs, r.haveCPU = c, true
 			}
@@ -396,7 +396,7 @@ func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick 
 		if wk.current == nil || wk.gen != r.gen {
 			continue
 		}
-		if wk.seenAt != r.gen && r.haveCPU {
+		if wk.seenGen != r.gen && r.haveCPU {
 			// First sight of this item: start its CPU window here. The
 			// item has run at most one tick before this.
 			// The worker reads no clock at the item's start (an awake
@@ -404,7 +404,7 @@ func (p *pool) cmSample(now int64, refs []cmRef, stats map[int]*statEntry, tick 
 			// on CPU since it started, for at most one tick: detection
 			// errs early by at most a tick, as the kernel's tick-based
 			// wq_worker_tick does.
-			wk.seenAt = r.gen
+			wk.seenGen = r.gen
 			wk.cpuAt = r.cpuNs - min(now-wk.currentAt, int64(time.Duration(cmTick.Load())))
 		}
 		pq := wk.currentPwq
@@ -478,6 +478,9 @@ const unboundBlockingHold = 10 * time.Millisecond
 // wakeOrCreate wakes an idle worker, or creates one, when the pool needs
 // more workers. Called with mu held.
 func (p *pool) wakeOrCreate() {
+	if lockdep {
+		p.assertHeld()
+	}
 	if !p.needMoreWorker() {
 		return
 	}

@@ -17,7 +17,7 @@ import (
 func TestSleepBeforeFnIsNotBlocked(t *testing.T) {
 	tid, release := sleepingThread(t)
 	defer release()
-	p := &pool{key: poolKey{cpu: 0}, cm: true, cpus: []int{0}}
+	p := &pool{key: poolKey{cpu: 0}, cpus: []int{0}}
 	p.busy.Store(1)
 	pq := &pwq{pool: p}
 	wk := &worker{pool: p, tid: tid, gen: 1, current: NewWork(func() {}), currentPwq: pq, counted: true, currentAt: nanotime()}
@@ -51,7 +51,8 @@ func TestSleepBeforeFnIsNotBlocked(t *testing.T) {
 // before the fix: concurrency() was MaxInt32 a second after the last
 // sighting.)
 func TestUnboundBlockingHoldExpiresWhileIdle(t *testing.T) {
-	p := &pool{key: poolKey{cpu: -1}, cm: true, cpus: []int{0, 1}}
+	p := &pool{key: poolKey{cpu: -1}, cpus: []int{0, 1}}
+	p.mu.Lock() // a bare pool, never unlocked: the policy functions assert the lock (wqdebug)
 	p.blocking = true
 	p.blockedAt = nanotime() - int64(time.Second)
 	if c := p.concurrency(); c != 2 {
@@ -87,8 +88,8 @@ func TestUnboundBlockingHoldExpiresWhileIdle(t *testing.T) {
 // pools, which the kernel never holds back). The hook makes the window
 // deterministic. (Failed before the fix.)
 func TestMonitorDeepIdleSeesNewPool(t *testing.T) {
-	p1 := &pool{key: poolKey{cpu: -1}, cm: true}
-	p2 := &pool{key: poolKey{cpu: -1}, cm: true}
+	p1 := &pool{key: poolKey{cpu: -1}}
+	p2 := &pool{key: poolKey{cpu: -1}}
 	fired := make(chan struct{})
 	var once sync.Once
 	h := func() {
@@ -137,7 +138,7 @@ func TestCMIgnoresSleepOutsideFn(t *testing.T) {
 	defer release()
 
 	for _, inFn := range []bool{false, true} {
-		p := &pool{key: poolKey{cpu: -1}, cm: true, cpus: []int{0, 1}}
+		p := &pool{key: poolKey{cpu: -1}, cpus: []int{0, 1}}
 		p.busy.Store(1)
 		pq := &pwq{pool: p}
 		wk := &worker{pool: p, tid: tid, gen: 1, current: NewWork(func() {}), currentPwq: pq, counted: true, currentAt: nanotime()}

@@ -39,9 +39,9 @@ func (p Policy) String() string {
 	return fmt.Sprintf("Policy(%d)", int(p))
 }
 
-// ParsePolicy parses "normal", "highpri" or "fifo"; ErrInvalidArgument
-// otherwise.
-func ParsePolicy(s string) (Policy, error) {
+// parsePolicy parses "normal", "highpri" or "fifo" (the "policy" and
+// "highpri_policy" attributes); ErrInvalidArgument otherwise.
+func parsePolicy(s string) (Policy, error) {
 	switch strings.TrimSpace(s) {
 	case "normal":
 		return PolicyNormal, nil
@@ -62,7 +62,6 @@ var (
 	powerEfficient     atomic.Bool
 	dfltScope          atomic.Int32
 	cmTick             atomic.Int64 // ns between CM monitor samples
-	cpuAccounting      atomic.Bool  // charge the worker threads' CPU time to the queues (CPUtime)
 )
 
 func init() {
@@ -71,26 +70,7 @@ func init() {
 	rtPriority.Store(1)
 	dfltScope.Store(int32(topology.ScopeCacheShard))
 	cmTick.Store(int64(time.Millisecond))
-	cpuAccounting.Store(true)
 }
-
-// SetCPUAccounting turns the CPU time accounting on or off (on by
-// default). When on, a thread worker reads its thread's CPU clock (one
-// clock_gettime system call, about 0.3 us) after each item that ran at
-// least 50 us of wall time, before an item of another queue (pwq) than
-// the items run since the last read, and after an item or before it
-// parks when 1 ms of wall time has passed since the last read; each read
-// charges the CPU used since the previous one to the queue of the items
-// run since. So a worker makes no system call per short item, awake or
-// parking between items; CPUtime counts every nanosecond the workers
-// spent in items and in their own loop, and lags by at most the CPU of
-// 1 ms of wall time per worker (QueueStats.CPUTime); a worker whose
-// goroutine a work function moved off its thread (runtime.UnlockOSThread)
-// is retired without charging what it owed, since its thread's clock is
-// no longer the caller's. When off, CPUtime stays 0; CPU used while it is off is charged to no
-// queue after it is turned on again (the first item to end after a switch
-// is charged at most its wall time).
-func SetCPUAccounting(on bool) { cpuAccounting.Store(on) }
 
 // SetCPUIntensiveThresh sets how long (CPU time) an item on a per-CPU
 // queue may run without sleeping before it is marked CPU-intensive and
@@ -305,21 +285,4 @@ func resolveClassProbe(p Policy, fallback, probe bool) (classAttrs, bool, error)
 		}
 	}
 	return classAttrs{policy: sched.PolicyNormal}, true, nil
-}
-
-// Mlockall locks the process's current and future memory into RAM
-// (mlockall(MCL_CURRENT|MCL_FUTURE)), so that RT workers never wait for a
-// page fault. Call it once at start-up, after the big allocations, in
-// programs whose latency-critical work runs on RT queues. It needs
-// CAP_IPC_LOCK (root) or a large enough RLIMIT_MEMLOCK; otherwise it returns
-// an error wrapping ErrPermission and changes nothing. The Go heap grows
-// with locked pages from then on, so memory use counts against the limit.
-func Mlockall() error {
-	if err := sched.Mlockall(); err != nil {
-		if errors.Is(err, sched.ErrPermission) {
-			return fmt.Errorf("%w: %v (needs CAP_IPC_LOCK or RLIMIT_MEMLOCK; `ulimit -l unlimited`)", ErrPermission, err)
-		}
-		return err
-	}
-	return nil
 }

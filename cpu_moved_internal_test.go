@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gowq/wq/internal/measure"
 	"github.com/gowq/wq/internal/sched"
 	"github.com/gowq/wq/internal/testutil"
 	"github.com/gowq/wq/wqtrace"
@@ -25,7 +26,7 @@ func spinThreadCPU(d time.Duration) {
 // with the worker thread's last read (any amount, even negative: CPUTime
 // then goes down, below the CPU the queue's earlier item used).
 func TestCPUTimeNotChargedFromAnotherThread(t *testing.T) {
-	SetCPUAccounting(true) // the default
+	measure.CPUAccounting.Store(true) // the default
 	q, err := Alloc("cpu-moved", Unbound, 1, Threads())
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +82,7 @@ func TestCPUTimeNotChargedFromAnotherThread(t *testing.T) {
 // queue's) stays in Stats().CPUTime. Fault caught: a charge added to a
 // retired pwq's counters after the fold, which no Stats reads any more.
 func TestCPUTimeOwedToRetiredPwqIsKept(t *testing.T) {
-	SetCPUAccounting(true) // the default
+	measure.CPUAccounting.Store(true) // the default
 	q, err := Alloc("cpu-retired", Unbound, 1, Threads())
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +143,7 @@ func (f startTracer) Trace(ev *wqtrace.Event) { f(ev) }
 // (negative: the first queue's CPUTime went down by what its earlier
 // item used).
 func TestCPUTimeNotChargedFromAnotherThreadAtStart(t *testing.T) {
-	SetCPUAccounting(true) // the default
+	measure.CPUAccounting.Store(true) // the default
 	why := ""
 	for attempt := range 10 {
 		if why = cpuMovedAtStartAttempt(t, attempt); why == "" {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 	"github.com/gowq/wq/internal/sched"
 )
 
@@ -17,7 +18,7 @@ import (
 // 1 ms of wall time, whose short items are never charged.
 func TestCPUTimeOfShortItemsIsCharged(t *testing.T) {
 	obsCPUIntensiveThresh(t, time.Hour)
-	wq.SetCPUAccounting(true) // the default
+	labsys.SetCPUAccounting(true) // the default
 	q := mustAlloc(t, "cpu_short", wq.PerCPU, 0)
 	const n = 1000
 	var (

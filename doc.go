@@ -83,8 +83,8 @@
 // most GOMAXPROCS less the reserved Ps at once. Items blocked outside Go
 // hold no P: when eight samples 0.5 ms apart see a P beyond the reserved
 // ones unused, the bound is lifted for 10 ms, and an item refused for
-// 10 ms while no slot was given back starts anyway (one per 10 ms); an
-// RT worker may wait for a P for up to those bounds. What gowq cannot
+// 10 ms while no other waiting item got a slot starts anyway (one per
+// 10 ms); an RT worker may wait for a P for up to those bounds. What gowq cannot
 // keep off the reserved P is the program's own goroutines: while they
 // keep every P busy, an RT worker waits for a P in the Go runtime's run
 // queue (Stats().PWait; the first wait over 1 ms is logged once).
@@ -217,7 +217,7 @@
 //     can never get a thread (a thread limit the process already uses up)
 //     keeps its items pending until it can: Flush waits, FlushContext and
 //     DrainContext time out.
-//   - Bounded backlog and bounded shutdown (gowq extensions): MaxPending(n)
+//   - Bounded backlog and bounded shutdown (gowq extensions): WithMaxPending(n)
 //     bounds the items waiting on a queue beyond max_active: a queue of
 //     max_active m holds at most m+n items, each counted from the call
 //     that queues it until its function returns (keyed chains included;

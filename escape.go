@@ -101,6 +101,9 @@ var escWake atomic.Bool
 // escNotify marks p as holding items that may escape and wakes the CM
 // monitor if it sleeps past them. Called with p.mu held.
 func (p *pool) escNotify() {
+	if lockdep {
+		p.assertHeld()
+	}
 	if p.escWatch.Load() {
 		return
 	}
@@ -193,6 +196,9 @@ func (p *pool) escScan(now int64, wake []*worker) (int64, []*worker) {
 // item, which escScan may have found past escScanMax; only the escaper
 // calls it, once per item it takes. Called with p.mu held.
 func (p *pool) escDue(pq *pwq, now, ea int64) *Work {
+	if lockdep {
+		p.assertHeld()
+	}
 	for x := p.worklist.head(); x != nil; x = x.next() {
 		if x.pwq.Load() != pq {
 			continue
@@ -283,9 +289,6 @@ func (r *rescuer) escapeFrom(wk *worker, pq *pwq) bool {
 	return true
 }
 
-// EscapeAfter returns the queue's escape_after (0: off).
-func (q *Workqueue) EscapeAfter() time.Duration { return time.Duration(q.escapeAfter.Load()) }
-
 // SetEscapeAfter sets escape_after of a per-CPU queue (a gowq extension,
 // no kernel counterpart): an item that no worker of its CPU's pool has
 // started d after it was activated is run by the queue's escaper on
@@ -308,8 +311,8 @@ func (q *Workqueue) SetEscapeAfter(d time.Duration) error {
 	})
 }
 
-// EscapeAfter makes Alloc set escape_after (see SetEscapeAfter); Alloc
+// WithEscapeAfter makes Alloc set escape_after (see SetEscapeAfter); Alloc
 // fails with ErrInvalidArgument for an unbound queue or d < 0.
-func EscapeAfter(d time.Duration) Option {
+func WithEscapeAfter(d time.Duration) Option {
 	return func(o *options) { o.escapeAfter, o.escapeSet = d, true }
 }

@@ -118,7 +118,7 @@ func testEscapeRunsElsewhere(t *testing.T, class wq.Flags) {
 func TestEscapeOff(t *testing.T) {
 	cpu := escapeCPU(t)
 	q := mustAlloc(t, "esc-off", wq.PerCPU, 0)
-	if d := q.EscapeAfter(); d != 0 {
+	if d := q.Attrs().EscapeAfter; d != 0 {
 		t.Fatalf("default escape_after %v", d)
 	}
 	release := holdPool(t, q, cpu)
@@ -284,7 +284,7 @@ func TestEscapeAttrValidation(t *testing.T) {
 	if err := q.SetEscapeAfter(-time.Microsecond); !errors.Is(err, wq.ErrInvalidArgument) {
 		t.Errorf("SetEscapeAfter(-1us) = %v", err)
 	}
-	if d := q.EscapeAfter(); d != 20*time.Microsecond {
+	if d := q.Attrs().EscapeAfter; d != 20*time.Microsecond {
 		t.Errorf("a refused write changed escape_after to %v", d)
 	}
 	if st := q.Stats(); st.EscapeAfter != 20*time.Microsecond {
@@ -301,14 +301,14 @@ func TestEscapeAttrValidation(t *testing.T) {
 	if _, err := u.Attr("escape_after"); !errors.Is(err, wq.ErrInvalidArgument) {
 		t.Errorf("unbound Attr(escape_after) = %v", err)
 	}
-	if _, err := wq.Alloc("esc-bad", wq.Unbound, 0, wq.EscapeAfter(time.Millisecond)); !errors.Is(err, wq.ErrInvalidArgument) {
+	if _, err := wq.Alloc("esc-bad", wq.Unbound, 0, wq.WithEscapeAfter(time.Millisecond)); !errors.Is(err, wq.ErrInvalidArgument) {
 		t.Errorf("Alloc(Unbound, EscapeAfter) = %v", err)
 	}
-	if _, err := wq.AllocOrdered("esc-bad", 0, wq.EscapeAfter(time.Millisecond)); !errors.Is(err, wq.ErrInvalidArgument) {
+	if _, err := wq.AllocOrdered("esc-bad", 0, wq.WithEscapeAfter(time.Millisecond)); !errors.Is(err, wq.ErrInvalidArgument) {
 		t.Errorf("AllocOrdered(EscapeAfter) = %v", err)
 	}
-	if _, err := wq.Alloc("esc-bad", wq.PerCPU, 0, wq.EscapeAfter(-time.Millisecond)); !errors.Is(err, wq.ErrInvalidArgument) {
-		t.Errorf("Alloc(EscapeAfter(-1ms)) = %v", err)
+	if _, err := wq.Alloc("esc-bad", wq.PerCPU, 0, wq.WithEscapeAfter(-time.Millisecond)); !errors.Is(err, wq.ErrInvalidArgument) {
+		t.Errorf("Alloc(WithEscapeAfter(-1ms)) = %v", err)
 	}
 	d := mustAlloc(t, "esc-attr-d", wq.PerCPU, 0)
 	d.Destroy()
@@ -466,7 +466,7 @@ func TestSetEscapeAfterAppliesToQueued(t *testing.T) {
 func TestDestroyWhileEscapingLeavesNoGoroutine(t *testing.T) {
 	cpu := escapeCPU(t)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	q, err := wq.Alloc("rev3-destroy", wq.PerCPU, 0, wq.EscapeAfter(time.Millisecond))
+	q, err := wq.Alloc("rev3-destroy", wq.PerCPU, 0, wq.WithEscapeAfter(time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -495,7 +495,7 @@ func TestDestroyWhileEscapingLeavesNoGoroutine(t *testing.T) {
 	// Destroy racing the escaper's start: it drains, so the escaper must run
 	// the item while the pool is held.
 	for i := range 50 {
-		q, err := wq.Alloc("rev3-destroy2", wq.PerCPU, 0, wq.EscapeAfter(20*time.Microsecond))
+		q, err := wq.Alloc("rev3-destroy2", wq.PerCPU, 0, wq.WithEscapeAfter(20*time.Microsecond))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,8 +13,8 @@ import (
 // item runs and two wait, Queue refuses the next with ErrQueueFull (to the
 // error handler), and QueueContext waits for room instead (so do
 // GoContext, Submit and Group.Go).
-func ExampleMaxPending() {
-	q, err := wq.Alloc("uploads", wq.Unbound, 1, wq.MaxPending(2),
+func ExampleWithMaxPending() {
+	q, err := wq.Alloc("uploads", wq.Unbound, 1, wq.WithMaxPending(2),
 		wq.WithErrorHandler(func(op, fn string, err error) {
 			fmt.Println("refused:", errors.Is(err, wq.ErrQueueFull))
 		}))

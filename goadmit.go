@@ -26,9 +26,12 @@ import (
 //     once per goCheckEvery, process-wide), and when goLiftSamples samples
 //     in a row see a P beyond the reserved ones unused, the bound is lifted
 //     for goLiftFor, as the kernel's unbound pools run every item while their
-//     workers block. A waiter refused for goForceAfter while no slot was
-//     given back is admitted anyway (one per goForceAfter), so that items
-//     that wait for each other progress.
+//     workers block. The head of the line is admitted anyway once it has
+//     waited goForceAfter and no waiter was granted a slot for as long (a
+//     slot given back by a worker over the bound, as after a forced
+//     admission, grants none) nor did a worker of its pool start an item,
+//     one per goForceAfter, so that items that wait for each other
+//     progress.
 //   - Threads. The Go runtime creates a thread for every goroutine that
 //     blocks in a system call while others need its P, and aborts the
 //     process when the creation fails. Goroutine items in flight stay
@@ -102,23 +105,26 @@ type goAdmission struct {
 	// mu: slots granted whose waiter has not resumed yet: runnable
 	// goroutines that are about to take a P, which a sample must not
 	// count as an unused P.
-	handing    int
-	rtCap      int32 // mu: GOMAXPROCS less the reserved Ps; MaxInt32 while none is reserved
-	reserved   int   // mu: reserved Ps at the last recompute
-	thrCap     int32 // mu: from the last thread reading; MaxInt32 with no thread limit
-	thrRead    bool  // mu: thrCap was read once
-	thrReadAt  int64 // mu: ns of the last thread reading
-	threadsAt  int64 // mu: the runtime's thread count at the last reading
-	liftUntil  int64 // mu: ns until which the RT bound is lifted
-	liftTimer  *time.Timer
-	checkAt    int64 // mu: ns of the last sample
-	unusedRun  int   // mu: samples in a row that saw a P unused
-	releasedAt int64 // mu: ns when a slot was last given back while someone waited
-	forcedAt   int64 // mu: ns of the last forced admission
-	samples    []metrics.Sample
+	handing   int
+	rtCap     int32 // mu: GOMAXPROCS less the reserved Ps; MaxInt32 while none is reserved
+	reserved  int   // mu: reserved Ps at the last recompute
+	thrCap    int32 // mu: from the last thread reading; MaxInt32 with no thread limit
+	thrRead   bool  // mu: thrCap was read once
+	thrReadAt int64 // mu: ns of the last thread reading
+	threadsAt int64 // mu: the runtime's thread count at the last reading
+	liftUntil int64 // mu: ns until which the RT bound is lifted
+	liftTimer *time.Timer
+	checkAt   int64 // mu: ns of the last sample
+	unusedRun int   // mu: samples in a row that saw a P unused
+	movedAt   int64 // mu: ns when a waiter was last granted a slot (not by force)
+	forcedAt  int64 // mu: ns of the last forced admission
+	samples   []metrics.Sample
 
 	// A: diagnostics (goSlotCounts).
 	lifts, forced, waits, threadBound atomic.Int64
+	// A: ns when a slot holder last started an item of a pool whose own
+	// worker heads the line (goSlotYield): the head's items progress.
+	ranAt atomic.Int64
 	// A: ns of the last thread reading, for goThreadsStale.
 	thrReadAtA atomic.Int64
 	// off disables the bounds (tests: the rule switched off).
@@ -174,7 +180,6 @@ func goPut() {
 	// other.
 	if a.nWait.Load() > 0 {
 		a.mu.Lock()
-		a.releasedAt = nanotime()
 		a.grantLocked()
 		a.mu.Unlock()
 	}
@@ -225,8 +230,11 @@ func (a *goAdmission) grantLocked() {
 		a.grantHeadLocked()
 		moved = true
 	}
-	if moved && len(a.waiters) > 0 {
-		a.waiters[0].signal()
+	if moved {
+		a.movedAt = nanotime()
+		if len(a.waiters) > 0 {
+			a.waiters[0].signal()
+		}
 	}
 }
 
@@ -323,8 +331,8 @@ func sampleU(s metrics.Sample) uint64 {
 
 // pollLocked is the head waiter's sample, at most once per goCheckEvery
 // process-wide: the thread bound is read again when it binds, an unused P
-// lifts the RT bound, and a waiter refused too long with no slot given
-// back is admitted anyway. Called with mu held.
+// lifts the RT bound, and a head of the line refused too long while no
+// waiter was granted a slot is admitted anyway. Called with mu held.
 func (a *goAdmission) pollLocked(w *goWaiter, p *pool, now int64) {
 	if now-a.checkAt < int64(goCheckEvery) {
 		return
@@ -372,7 +380,8 @@ func (a *goAdmission) pollLocked(w *goWaiter, p *pool, now int64) {
 	a.setLimitLocked(now)
 	a.grantLocked()
 	if !w.granted && a.waiters[0] == w && now-w.since >= int64(goForceAfter) &&
-		a.releasedAt < w.since && now-a.forcedAt >= int64(goForceAfter) && a.takeLocked(true) {
+		now-max(a.movedAt, a.ranAt.Load()) >= int64(goForceAfter) && now-a.forcedAt >= int64(goForceAfter) &&
+		a.takeLocked(true) {
 		a.forcedAt = now
 		a.forced.Add(1)
 		a.grantHeadLocked()
@@ -382,10 +391,11 @@ func (a *goAdmission) pollLocked(w *goWaiter, p *pool, now int64) {
 	}
 }
 
-// goThreadsReadEvery: a goroutine pool that starts a worker reads the
-// thread limits again if the last reading is older (goThreadsStale): a
-// limit set after a reading that found none (docker update
-// --pids-limit) is seen within this, at the next burst.
+// goThreadsReadEvery: a goroutine pool that starts or wakes a worker
+// reads the thread limits again if the last reading is older
+// (goThreadsStale, goSlotStale): a limit set after a reading that found
+// none (docker update --pids-limit) is seen within this, at the next
+// burst.
 const goThreadsReadEvery = time.Second
 
 // goThreadsFar: with more headroom than this at a reading, no thread
@@ -396,9 +406,21 @@ const goThreadsFar = 4096
 // goThreadsStale makes the next slot read the thread limits if the last
 // reading is older than goThreadsReadEvery. Called when a goroutine
 // worker starts (pool lock held); a load and a clock read otherwise.
-func goThreadsStale() {
+func goThreadsStale() { goThreadsStaleAt(nanotime()) }
+
+// goSlotStale is goThreadsStale for a goroutine worker that starts its
+// first item after a wake-up, with processOne's clock read (now): a burst
+// served by idle workers, which starts none, reads the limits too. A load
+// otherwise. Called with the pool lock held.
+func (wk *worker) goSlotStale(now int64) {
+	if wk.slot && now-goAdm.thrReadAtA.Load() >= int64(goThreadsReadEvery) {
+		goThreadsStaleAt(now)
+	}
+}
+
+func goThreadsStaleAt(now int64) {
 	a := &goAdm
-	if now := nanotime(); now-a.thrReadAtA.Load() >= int64(goThreadsReadEvery) {
+	if now-a.thrReadAtA.Load() >= int64(goThreadsReadEvery) {
 		a.mu.Lock()
 		if now-a.thrReadAt >= int64(goThreadsReadEvery) {
 			a.thrRead = false
@@ -413,6 +435,9 @@ func goThreadsStale() {
 // False: wk waited for one outside the lock, which is held again, and
 // the caller looks at the pool again (wk may hold a slot, or be dying).
 func (wk *worker) goSlot(p *pool) bool {
+	if lockdep {
+		p.assertHeld()
+	}
 	if ok, counted := goRoom(); ok {
 		wk.slot, wk.slotCounted, wk.slotAt = true, counted, nanotime()
 		return true
@@ -511,12 +536,18 @@ func (wk *worker) dropSlot() {
 }
 
 // goSlotYield reports whether wk, between two items, should give its slot
-// to a waiter: it has held it goSlotKeep and someone waits; or it holds a
+// to a waiter: it has held it goSlotKeep, someone waits, and either a
+// worker of another pool waits (one of p's own would run the same
+// worklist: handing it the slot would only park wk and wake it again) or
+// the slots held are over the bound; or it holds a
 // free slot and a bound applies now (an RT reservation was made, a lift
 // ended, the thread limits came near), so that it takes a counted one
 // before its next item. It gives the slot back then. Called with the pool
 // lock held.
-func (wk *worker) goSlotYield() bool {
+func (wk *worker) goSlotYield(p *pool) bool {
+	if lockdep {
+		p.assertHeld()
+	}
 	if wk.slot && !wk.slotCounted {
 		if goAdm.limit.Load() == math.MaxInt32 {
 			return false
@@ -525,11 +556,28 @@ func (wk *worker) goSlotYield() bool {
 		return true
 	}
 	// currentAt: the last item's start, a clock read processOne made.
-	if !wk.slot || goAdm.nWait.Load() == 0 || wk.currentAt-wk.slotAt < int64(goSlotKeep) {
+	if !wk.slot {
 		return false
 	}
-	wk.dropSlot()
-	return true
+	a := &goAdm
+	n := a.nWait.Load()
+	if n == 0 {
+		return false
+	}
+	own := n <= int32(p.goWaiting)
+	if wk.currentAt-wk.slotAt >= int64(goSlotKeep) && (!own || a.inflight.Load() > a.limit.Load()) {
+		// Another pool waits, or the slots are over the bound (after a
+		// forced admission): the bound comes back as the holders give
+		// theirs back.
+		wk.dropSlot()
+		return true
+	}
+	if own {
+		// Only p's own workers wait: wk runs their items, which is
+		// progress for the line's head (no forced admission).
+		a.ranAt.Store(nanotime())
+	}
+	return false
 }
 
 // slotMayday sends a mayday to the rescuer of every queue with items on
@@ -581,13 +629,15 @@ const rtPWaitWarnAfter = time.Millisecond
 var rtPWaitWarned atomic.Bool
 
 // notePWaitRT logs the one-time warning for an RT worker's P wait of ns.
-// Called with the pool lock held; logs on another goroutine.
+// Called by chargePWait on the worker's goroutine; logs on another
+// goroutine.
 func notePWaitRT(pq *pwq, ns int64) {
 	if ns <= int64(rtPWaitWarnAfter) || !pq.pool.key.class.rt() || !rtPWaitWarned.CompareAndSwap(false, true) {
 		return
 	}
 	name := pq.wq.name
-	go plog().Warn("workqueue: an RT worker waited for a Go P (logged once)",
+	// The queue's own logger (WithLogger): the message is about it.
+	go pq.wq.log().Warn("workqueue: an RT worker waited for a Go P (logged once)",
 		"workqueue", name, "pwait", time.Duration(ns),
 		"cause", "every P of GOMAXPROCS ran other goroutines when the RT thread woke; gowq keeps its own default queues' items off the Ps it reserves for RT, but not the program's own goroutines",
 		"fix", "run CPU-bound work on a default queue (wq.Alloc without RT) or a Threads() queue instead of plain goroutines, keep the program's runnable goroutines below GOMAXPROCS, or raise GOMAXPROCS; Stats().PWait shows the wait per queue")

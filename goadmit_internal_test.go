@@ -3,6 +3,7 @@ package wq
 import (
 	"bytes"
 	"log/slog"
+	"math"
 	"runtime"
 	"strings"
 	"sync"
@@ -319,5 +320,154 @@ func BenchmarkRingDefaultBesideRT(b *testing.B) {
 			}
 			q.Flush()
 		})
+	}
+}
+
+// TestGoSlotForcedAfterGiveBackWithoutGrant: a waiter is admitted anyway
+// once the line has not moved for goForceAfter, even if a slot was given
+// back meanwhile that could not be granted (the giver was over the bound
+// after a forced admission). Items that hold every slot and spin until an
+// item queued behind them has run must not wait for it forever.
+//
+// The giver: B0's worker, admitted by force, runs B0 (2 ms) and then B;
+// B0's kick starts the worker that waits for Y. When B ends, its worker
+// has held its slot over goSlotKeep while someone waits: it gives the slot
+// back (inflight is still at the bound, so no one is granted) and parks.
+func TestGoSlotForcedAfterGiveBackWithoutGrant(t *testing.T) {
+	reserveForTest(t, 1)
+	q := goDefaultQueue(t, "slots-force", 64)
+	bound := runtime.GOMAXPROCS(0) - sched.ReservedPs()
+	for attempt := 0; ; attempt++ {
+		var stop, spinning atomic.Int32
+		var bStarted atomic.Bool
+		yRan := make(chan struct{})
+		bch := make(chan struct{})
+		for range bound {
+			q.Go(func() {
+				spinning.Add(1)
+				for stop.Load() == 0 {
+				}
+			})
+		}
+		testutil.WaitFor(t, "the spinners hold every slot", func() bool { return int(spinning.Load()) == bound })
+		_, _, _, forced0, _, _ := goSlotCounts()
+		q.Go(func() { time.Sleep(2 * time.Millisecond) })
+		q.Go(func() { bStarted.Store(true); <-bch })
+		q.Go(func() { close(yRan); stop.Store(1) })
+		// B runs (its worker was admitted by force) and Y's worker waits.
+		testutil.WaitFor(t, "B started and Y's worker waiting", func() bool {
+			_, waiting, _, _, _, _ := goSlotCounts()
+			return bStarted.Load() && waiting > 0
+		})
+		_, _, _, forced1, _, _ := goSlotCounts()
+		close(bch)
+		select {
+		case <-yRan:
+		case <-time.After(3 * time.Second):
+			stop.Store(1)
+			q.Flush()
+			t.Fatalf("Y's worker was never admitted: every slot is held by items that wait for Y, and a slot given back (not granted: over the bound) stopped the forced admission")
+		}
+		q.Flush()
+		if forced1-forced0 == 1 {
+			return // B's worker was forced, Y's waited after B's give-back: conclusive
+		}
+		// Y's worker was forced before B ended (the machine is slow), or
+		// a lift let B0 in: no give-back happened while it waited.
+		if attempt >= 20 {
+			t.Skipf("no attempt reached the give-back with a waiter (forced %d before B ended)", forced1-forced0)
+		}
+	}
+}
+
+// TestThreadLimitsReadAgainAtBurstOnIdleWorkers: a thread limit set after
+// a reading that found none is read at the next burst of a default queue
+// once the reading is over goThreadsReadEvery old, also when the burst is
+// served by idle workers (no worker starts), as a service that saw a
+// larger burst before has them.
+func TestThreadLimitsReadAgainAtBurstOnIdleWorkers(t *testing.T) {
+	q := goDefaultQueue(t, "slots-stale", 64)
+	var reads atomic.Int32
+	var tight atomic.Bool
+	restore := sched.SetGateReader(func() (int, sched.ThreadLimit, error) {
+		if !tight.Load() {
+			return math.MaxInt, sched.ThreadLimit{}, nil
+		}
+		reads.Add(1)
+		return sched.GateMargin() + 64, sched.ThreadLimit{Name: "test", Max: 1000, Current: 1000 - sched.GateMargin() - 64}, nil
+	})
+	defer restore()
+	goThreadsReread()
+	defer goThreadsReread()
+	burst := func(n int) {
+		var started sync.WaitGroup
+		started.Add(n)
+		release := make(chan struct{})
+		for range n {
+			q.Go(func() { started.Done(); <-release })
+		}
+		testutil.MustReturn(t, "the burst starts", started.Wait)
+		close(release)
+		q.Flush()
+	}
+	burst(16) // 16 workers, idle after
+	// The reading found no limit; a limit is set a while after.
+	time.Sleep(goThreadsReadEvery + 100*time.Millisecond)
+	tight.Store(true)
+	burst(4)
+	if reads.Load() == 0 {
+		t.Fatalf("a burst served by idle workers %v after the last reading did not read the thread limits", goThreadsReadEvery)
+	}
+}
+
+// TestLongRTPWaitWarningGoesToQueueLogger: the RT P-wait warning is about
+// one queue, so it goes to that queue's own logger (WithLogger), not the
+// process-wide one.
+func TestLongRTPWaitWarningGoesToQueueLogger(t *testing.T) {
+	var pbuf, qbuf bytes.Buffer
+	var mu sync.Mutex
+	SetLogger(slog.New(slog.NewTextHandler(lockedWriter{&mu, &pbuf}, nil)))
+	defer SetLogger(nil)
+	rtPWaitWarned.Store(false)
+	defer rtPWaitWarned.Store(false)
+	ql := slog.New(slog.NewTextHandler(lockedWriter{&mu, &qbuf}, nil))
+	pq := &pwq{pool: &pool{key: poolKey{cpu: -1, class: classAttrs{policy: sched.PolicyFIFO, prio: 50}}},
+		wq: &Workqueue{name: "pw-own", logger: ql}}
+	wk := &worker{pwait: int64(3 * time.Millisecond), pwaitSet: true}
+	wk.chargePWait(pq)
+	testutil.WaitFor(t, "the warning", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Contains(qbuf.String()+pbuf.String(), "waited for a Go P")
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(qbuf.String(), "waited for a Go P") {
+		t.Fatalf("the warning went to the process-wide logger, not the queue's:\nprocess: %s\nqueue: %s", pbuf.String(), qbuf.String())
+	}
+}
+
+// TestGoSlotNotHandedWithinPool: a worker that has kept its slot over
+// goSlotKeep gives it up only to a waiter of another pool. Handing it to
+// a worker of its own pool, which runs the same worklist, only parks one
+// worker and wakes another at every item boundary (each wake-up one more
+// wait in line, with its sampling) while the pool is at the bound.
+func TestGoSlotNotHandedWithinPool(t *testing.T) {
+	reserveForTest(t, 1)
+	q := goDefaultQueue(t, "slots-within", 64)
+	const n = 80
+	_, _, lifts0, forced0, waits0, _ := goSlotCounts()
+	for range n {
+		q.Go(func() {
+			// 3 ms of CPU: over goSlotKeep.
+			for end := time.Now().Add(3 * time.Millisecond); time.Now().Before(end); {
+			}
+		})
+	}
+	q.Flush()
+	_, _, lifts, forced, waits, _ := goSlotCounts()
+	t.Logf("%d waits in line for %d items (lifts %d, forced %d)", waits-waits0, n, lifts-lifts0, forced-forced0)
+	if waits-waits0 > n/8 {
+		t.Fatalf("%d waits in line for %d CPU-bound items of one pool: its workers handed the slot to each other at item boundaries", waits-waits0, n)
 	}
 }

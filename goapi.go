@@ -300,7 +300,7 @@ func releaseGoItem(w *Work) {
 
 func (g *goItem) recycle() {
 	g.gofn, g.cfn, g.efn, g.grp, g.task, g.ctx = nil, nil, nil, nil, nil, nil
-	g.name.Store(nil)
+	g.name.Reset()
 	goItems.Put(g)
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 	"github.com/gowq/wq/wqtrace"
 	"go.uber.org/goleak"
 )
@@ -490,12 +491,12 @@ func TestGoItemDisabledByRecorderNotReused(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one P: the free list's per-P cache hands the item back
 	q := mustAlloc(t, "go-rec-disable", wq.Unbound, 1)
 	var disable atomic.Bool
-	wq.SetStageRecorder(func(s *wq.Stages) {
+	labsys.SetStageRecorder(func(s *labsys.Stages) {
 		if s.Workqueue == "go-rec-disable" && disable.CompareAndSwap(true, false) {
-			s.Work.Disable()
+			s.Work.(*wq.Work).Disable()
 		}
 	})
-	defer wq.SetStageRecorder(nil)
+	defer labsys.SetStageRecorder(nil)
 	for round := range 40 {
 		disable.Store(true)
 		if err := q.Go(func() {}); err != nil {

@@ -116,6 +116,9 @@ func (q *Workqueue) GoroutineBacked() bool {
 
 // startGoWorker starts wk as a goroutine worker. Called with p.mu held.
 func (p *pool) startGoWorker(wk *worker) {
+	if lockdep {
+		p.assertHeld()
+	}
 	wk.gch = make(chan struct{}, 1)
 	wk.gch <- struct{}{} // the token: its first park returns at once
 	nGoWorkers.Add(1)
@@ -173,11 +176,12 @@ func (wk *worker) unpark() bool {
 // (tests: a push that comes after the drain).
 func (pm *poolMutex) lockNoDrain() {
 	switch {
-	case pm.g:
+	case pm.goro:
 		pm.gm.Lock()
 	case pm.pi:
 		pm.pm.Lock()
 	default:
 		pm.m.Lock()
 	}
+	pm.held.set()
 }

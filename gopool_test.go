@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 	"github.com/gowq/wq/internal/sched"
 	"github.com/gowq/wq/wqtrace"
 )
@@ -255,7 +256,7 @@ func TestGoroutinePoolRunsBlockedItemsConcurrently(t *testing.T) {
 // other goroutines' time.
 func TestGoroutinePoolCPUAccounting(t *testing.T) {
 	defer wq.ForceThreads(false)()
-	wq.SetCPUAccounting(true) // the default
+	labsys.SetCPUAccounting(true) // the default
 	spin := func() {
 		c0 := sched.SelfCPUTime()
 		for sched.SelfCPUTime()-c0 < int64(2*time.Millisecond) {

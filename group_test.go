@@ -675,7 +675,7 @@ func TestGoAPIFunctionsThatLeaveTheWorkerThread(t *testing.T) {
 // Fault caught: TryGo returned true for a refused function and the
 // refusal cancelled the whole group.
 func TestTryGoRefusedByFullQueueReturnsFalse(t *testing.T) {
-	q, err := wq.Alloc("trygo-full", wq.Unbound, 1, wq.MaxPending(1))
+	q, err := wq.Alloc("trygo-full", wq.Unbound, 1, wq.WithMaxPending(1))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -153,10 +153,10 @@ func reachableNice(t *testing.T, want int) int {
 	return 0
 }
 
-// allocBounded allocates a queue with MaxPending(n), destroyed at cleanup.
+// allocBounded allocates a queue with WithMaxPending(n), destroyed at cleanup.
 func allocBounded(t *testing.T, name string, flags wq.Flags, maxActive, n int, opts ...wq.Option) *wq.Workqueue {
 	t.Helper()
-	q, err := wq.Alloc(name, flags, maxActive, append([]wq.Option{wq.MaxPending(n)}, opts...)...)
+	q, err := wq.Alloc(name, flags, maxActive, append([]wq.Option{wq.WithMaxPending(n)}, opts...)...)
 	if err != nil {
 		t.Fatalf("Alloc(%q): %v", name, err)
 	}
@@ -235,9 +235,9 @@ func holdPool(t *testing.T, q *wq.Workqueue, cpu int) func() {
 
 func allocEscape(t *testing.T, name string, flags wq.Flags, maxActive int, d time.Duration) *wq.Workqueue {
 	t.Helper()
-	q, err := wq.Alloc(name, flags, maxActive, wq.EscapeAfter(d))
+	q, err := wq.Alloc(name, flags, maxActive, wq.WithEscapeAfter(d))
 	if err != nil {
-		t.Fatalf("Alloc(%q, EscapeAfter(%v)): %v", name, d, err)
+		t.Fatalf("Alloc(%q, WithEscapeAfter(%v)): %v", name, d, err)
 	}
 	t.Cleanup(q.Destroy)
 	return q

@@ -294,15 +294,14 @@ func TestNilItemsAndOptions(t *testing.T) {
 	}
 	defer q.Destroy()
 	calls := map[string]func() bool{
-		"Queue":            func() bool { return q.Queue(nil) },
-		"QueueOn":          func() bool { return q.QueueOn(0, nil) },
-		"QueueNode":        func() bool { return q.QueueNode(0, nil) },
-		"QueueKeyed":       func() bool { return q.QueueKeyed(1, nil) },
-		"QueueKeyedString": func() bool { return q.QueueKeyedString("k", nil) },
-		"QueueDelayed":     func() bool { return q.QueueDelayed(nil, time.Millisecond) },
-		"QueueDelayedOn":   func() bool { return q.QueueDelayedOn(0, nil, time.Millisecond) },
-		"ModDelayed":       func() bool { return q.ModDelayed(nil, time.Millisecond) },
-		"ModDelayedOn":     func() bool { return q.ModDelayedOn(0, nil, time.Millisecond) },
+		"Queue":          func() bool { return q.Queue(nil) },
+		"QueueOn":        func() bool { return q.QueueOn(0, nil) },
+		"QueueNode":      func() bool { return q.QueueNode(0, nil) },
+		"QueueKeyed":     func() bool { return q.QueueKeyed(1, nil) },
+		"QueueDelayed":   func() bool { return q.QueueDelayed(nil, time.Millisecond) },
+		"QueueDelayedOn": func() bool { return q.QueueDelayedOn(0, nil, time.Millisecond) },
+		"ModDelayed":     func() bool { return q.ModDelayed(nil, time.Millisecond) },
+		"ModDelayedOn":   func() bool { return q.ModDelayedOn(0, nil, time.Millisecond) },
 	}
 	for name, call := range calls {
 		before := errs.count(wq.ErrNoFunc)

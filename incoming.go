@@ -96,6 +96,9 @@ func (p *pool) push(w *Work) {
 // linked but bounced to its queuer (see tryPush). Called with mu held
 // (every poolMutex.Lock calls it).
 func (p *pool) drainIncoming() {
+	if lockdep {
+		p.assertHeld()
+	}
 	top := p.incoming.Swap(nil)
 	if top == nil {
 		return
@@ -131,6 +134,9 @@ func (p *pool) drainIncoming() {
 // that saw pq alive, so pq is revived and the item linked (then pq is not
 // idle). Called with pq.pool.mu held.
 func (pq *pwq) markPwqDead(flush bool) bool {
+	if lockdep {
+		pq.pool.assertHeld()
+	}
 	p := pq.pool
 	for {
 		if pq.nrInFlight[0]+pq.nrInFlight[1] != 0 || (flush && pq.flushWaiting) || !pq.inactive.empty() {
@@ -147,6 +153,9 @@ func (pq *pwq) markPwqDead(flush bool) bool {
 
 // setDead sets pq.dead and its lock-free copy. Called with pq.pool.mu held.
 func (pq *pwq) setDead(d bool) {
+	if lockdep {
+		pq.pool.assertHeld()
+	}
 	pq.dead = d
 	pq.deadA.Store(d)
 }
@@ -172,6 +181,9 @@ func (wk *worker) scanOn() {
 // scanOffLocked stops wk being a scanner and drains what was pushed
 // meanwhile. Called with the pool lock held.
 func (wk *worker) scanOffLocked() {
+	if lockdep {
+		wk.pool.assertHeld()
+	}
 	if wk.scanning {
 		wk.scanning = false
 		wk.pool.scanners.Add(-1)

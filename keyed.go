@@ -83,17 +83,13 @@ type keyState struct {
 // keySeed is the process's seed for Key.
 var keySeed = maphash.MakeSeed()
 
-// Key hashes s into a key for QueueKeyed (hash/maphash with a seed chosen
+// Key hashes s into a key for QueueKeyed, for items keyed by a string:
+// q.QueueKeyed(wq.Key(s), w). It uses hash/maphash with a seed chosen
 // once per process: equal strings give equal keys within one process,
-// not across processes). Distinct strings may collide, with probability
+// not across processes. Distinct strings may collide, with probability
 // about n²/2⁶⁵ for n keys in flight; colliding keys are only serialised
 // with each other, never reordered. Never blocks, no allocation.
 func Key(s string) uint64 { return maphash.String(keySeed, s) }
-
-// QueueKeyedString is QueueKeyed(Key(key), w).
-func (q *Workqueue) QueueKeyedString(key string, w *Work) bool {
-	return q.QueueKeyed(Key(key), w)
-}
 
 // QueueKeyed queues w under key: the items queued on q under one key run
 // one at a time, in the order of their QueueKeyed calls; items of

@@ -8,7 +8,9 @@ import (
 
 // Logging. gowq logs only where no handler takes the message: the default
 // panic and error handlers, a tracer's or callback's recovered panic, the
-// watchdog's lockup report, Alloc's warning (class fallback) and the thread-limit reader's warning. Every such message goes
+// watchdog's lockup report, Alloc's warning (class fallback), the
+// thread-limit reader's warning and the one-time warning of an RT
+// worker's long wait for a P. Every such message goes
 // to a queue's own logger (WithLogger) when it is about one queue, else to
 // the process-wide logger (SetLogger), else to slog.Default() as it is at
 // that moment; a message about a queue carries the attribute

@@ -178,7 +178,7 @@ var (
 // allocOpts are the Alloc options of a variant.
 func (v modelVariant) allocOpts() []wq.Option {
 	if d := variantEscape[v.name]; d > 0 {
-		return []wq.Option{wq.EscapeAfter(d)}
+		return []wq.Option{wq.WithEscapeAfter(d)}
 	}
 	return nil
 }

@@ -19,8 +19,14 @@ import (
 // concurrency-managed pool and is neither seen asleep, CPU-intensive nor a
 // rescuer. Only setCounted changes that count, as only
 // worker_set_flags/worker_clr_flags change nr_running in the kernel. In a
-// pool with cm false (goroutine-backed) no worker counts, so every pending
+// goroutine-backed pool (poolKey.goro) no worker counts, so every pending
 // item gets a worker.
+//
+// Each of them, setCounted included, begins with p.assertHeld() (behind
+// the constant lockdep): in a build with the wqdebug tag it panics unless
+// the caller holds the pool lock, as the kernel's
+// lockdep_assert_held(&pool->lock); in other builds it is compiled away
+// (lockcheck.go).
 
 // concurrency is how many workers of the pool may run at once before
 // concurrency management holds items back: 1 for a per-CPU pool, as in the
@@ -36,6 +42,9 @@ import (
 // blocked (docs/design.md, "Concurrency management"). Called from
 // needMoreWorker and keepWorking; it may end an expired blocking hold.
 func (p *pool) concurrency() int {
+	if lockdep {
+		p.assertHeld()
+	}
 	switch {
 	case p.key.cpu >= 0:
 		return 1
@@ -55,6 +64,9 @@ func (p *pool) concurrency() int {
 // CM monitor (cmSample, wakeOrCreate), maydayTimeout, createFailed and
 // the rescuer.
 func (p *pool) needMoreWorker() bool {
+	if lockdep {
+		p.assertHeld()
+	}
 	return !p.worklist.empty() && p.nrRunning < p.concurrency() && p.goWaiting == 0
 }
 
@@ -69,6 +81,9 @@ func (p *pool) needMoreWorker() bool {
 // included, do not exceed the pool's concurrency (keep_working). Called
 // from the worker loop between items.
 func (p *pool) keepWorking() bool {
+	if lockdep {
+		p.assertHeld()
+	}
 	return !p.worklist.empty() && p.nrRunning <= p.concurrency()
 }
 
@@ -76,11 +91,21 @@ func (p *pool) keepWorking() bool {
 // creating a spare, because an idle worker is left to be woken when this
 // one sleeps, or because creation keeps failing and its retries are left
 // to the mayday timer (may_start_working). Called from the worker loop.
-func (p *pool) mayStartWorking() bool { return len(p.idle) > 0 || p.createFailing }
+func (p *pool) mayStartWorking() bool {
+	if lockdep {
+		p.assertHeld()
+	}
+	return len(p.idle) > 0 || p.createFailing
+}
 
 // needToCreate: a worker is needed and none is idle to be woken
 // (need_to_create_worker). Called from maydayTimeout and the rescuer.
-func (p *pool) needToCreate() bool { return p.needMoreWorker() && len(p.idle) == 0 }
+func (p *pool) needToCreate() bool {
+	if lockdep {
+		p.assertHeld()
+	}
+	return p.needMoreWorker() && len(p.idle) == 0
+}
 
 // wakeHint picks the idle worker to wake: the most recently idle one
 // (LIFO, warm caches), except that an unbound pool prefers, among its few
@@ -92,6 +117,9 @@ func (p *pool) needToCreate() bool { return p.needMoreWorker() && len(p.idle) ==
 // in a virtual machine an exit of the idle vCPU). Called from kick, with
 // idle non-empty.
 func (p *pool) wakeHint() int {
+	if lockdep {
+		p.assertHeld()
+	}
 	n := len(p.idle)
 	if p.key.cpu >= 0 || p.lastQueueCPU < 0 {
 		return n - 1
@@ -108,6 +136,9 @@ func (p *pool) wakeHint() int {
 // and idle workers at least a quarter of the busy ones: the idle-reap
 // test. Called from enterIdle (to arm the idle timer) and reapIdle.
 func (p *pool) tooManyWorkers() bool {
+	if lockdep {
+		p.assertHeld()
+	}
 	nIdle := len(p.idle)
 	nBusy := len(p.workers) - nIdle
 	return nIdle > 2 && (nIdle-2)*4 >= nBusy
@@ -142,6 +173,9 @@ var spinners atomic.Int32
 // Called from the worker loop when it runs out of items, with the worker
 // not idle.
 func (p *pool) spinOK(wk *worker) bool {
+	if lockdep {
+		p.assertHeld()
+	}
 	if wk.dying || p.dead || !p.mayspin || len(p.cpus) < 2 || p.nrSpinning > 0 ||
 		wk.lastPark >= spinAfterPark || wk.rescuer != nil {
 		return false
@@ -159,6 +193,9 @@ func (p *pool) spinOK(wk *worker) bool {
 // nr_running). Called from the worker loop, processOne, afterItem and
 // retire, and from the CM monitor (cmSample).
 func (p *pool) setCounted(wk *worker, on bool) bool {
+	if lockdep {
+		p.assertHeld()
+	}
 	if wk.counted == on {
 		return false
 	}

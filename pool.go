@@ -43,7 +43,12 @@ type poolKey struct {
 	pod    string // unbound: the pod's CPUs (list format)
 	allow  string // unbound: CPUs the workers may run on (pod if strict)
 	strict bool
-	// goro: the workers are goroutines, not threads (gopool.go).
+	// goro: a goroutine-backed pool: the workers are goroutines, not
+	// threads (gopool.go). Such a pool is not concurrency-managed: the CM
+	// monitor does not sample it and its workers never count in
+	// nrRunning, since they have no thread of their own to sample. The
+	// one spelling of "goroutine-backed" in the code (the pool lock
+	// copies it as poolMutex.goro).
 	goro bool
 }
 
@@ -79,7 +84,10 @@ type poolKey struct {
 // shard's lock (one at a time); Work.mu (taken under a key shard's lock:
 // doneUpTo); the leaves, which are taken last and under which nothing
 // else is taken: Workqueue.timerMu, activeLimit.mu, the backpressure
-// lock.
+// lock. The goroutine slots' lock (goAdm.mu, goadmit.go) is taken under
+// pool.mu or under sched.ReserveP's lock (itself under poolRegistry.mu),
+// and only the thread gate's lock under it: a slot waiter takes pool.mu
+// with goAdm.mu released.
 //
 // Callbacks (user code) and the locks they run under:
 //   - the tracer: activate_work under pool.mu (the only callback under a
@@ -95,14 +103,9 @@ type poolKey struct {
 // So a call documented as safe from any tracer event must take only
 // locks below pool.mu: Stats takes statsMu and the key shards' locks.
 type pool struct {
-	key poolKey // I
-	id  int     // I
-	// I: concurrency-managed: the CM monitor samples the pool's workers
-	// and they count in nrRunning. True for thread-backed pools, per-CPU
-	// and unbound; false for goroutine-backed pools (gopool.go), whose
-	// workers have no thread of their own for the monitor to sample.
-	cm   bool
-	cpus []int // L: CPUs workers may run on; set at creation, changed only on hotplug
+	key  poolKey // I
+	id   int     // I
+	cpus []int   // L: CPUs workers may run on; set at creation, changed only on hotplug
 	// I: non-strict unbound pools whose pod is narrower than the CPUs their
 	// workers may use start each item inside the pod (repatriation, the
 	// kernel's wake_cpu hint done by hand).
@@ -193,10 +196,10 @@ func getPoolLocked(key poolKey, cpus []int) (*pool, bool) {
 	first := len(r.m) == 0
 	p := r.m[key]
 	if p == nil {
-		p = &pool{key: key, id: r.nextID, cm: !key.goro, cpus: cpus, lastQueueCPU: -1,
+		p = &pool{key: key, id: r.nextID, cpus: cpus, lastQueueCPU: -1,
 			mayspin: key.cpu < 0 && !key.class.rt() && !key.goro}
 		p.mu.pi = key.class.rt()
-		p.mu.g = key.goro
+		p.mu.goro = key.goro
 		p.mu.owner = p
 		if key.cpu < 0 && !key.strict && key.pod != key.allow && !key.goro {
 			if ps, err := topology.ParseList(key.pod); err == nil && !ps.IsEmpty() {
@@ -206,7 +209,7 @@ func getPoolLocked(key poolKey, cpus []int) (*pool, bool) {
 		r.nextID++
 		p.progress.Store(nanotime())
 		r.m[key] = p
-		if p.cm {
+		if !p.key.goro {
 			cmRegister(p)
 		}
 		watchdogRegister(p)
@@ -234,7 +237,7 @@ func (p *pool) put() {
 	if last {
 		stopHotplugWatch()
 	}
-	if p.cm {
+	if !p.key.goro {
 		cmUnregister(p)
 	}
 	watchdogUnregister(p)
@@ -284,6 +287,9 @@ func (p *pool) String() string {
 // creation keeps failing it leaves the retries to the mayday timer, which
 // also summons the rescuers. Called with mu held.
 func (p *pool) kick() {
+	if lockdep {
+		p.assertHeld()
+	}
 	if !p.needMoreWorker() {
 		return
 	}
@@ -328,13 +334,16 @@ type poolMutex struct {
 	pi bool // immutable after the pool is made: use pm, not m
 	m  sched.Mutex
 	pm sched.PIMutex
-	// g: a goroutine-backed pool (gopool.go) uses gm, whose contended
-	// path parks the goroutine and frees its thread, as it should for a
-	// goroutine. Immutable after the pool is made.
-	g      bool
+	// goro: a goroutine-backed pool (poolKey.goro, gopool.go) uses gm,
+	// whose contended path parks the goroutine and frees its thread, as
+	// it should for a goroutine. Immutable after the pool is made.
+	goro   bool
 	gm     sync.Mutex
 	gwaits atomic.Int64
 	wake   *worker // guarded by the lock: worker to unpark at Unlock
+	// held is the holder's goroutine in wqdebug builds (lockcheck_debug.go,
+	// assertHeld); an empty struct otherwise.
+	held lockOwner
 	// owner is the pool whose incoming stack every Lock drains (nil in
 	// tests that build a bare pool). Immutable.
 	owner *pool
@@ -344,7 +353,7 @@ type poolMutex struct {
 }
 
 func (pm *poolMutex) Lock() {
-	if pm.g {
+	if pm.goro {
 		if !pm.gm.TryLock() {
 			pm.gwaits.Add(1)
 			pm.gm.Lock()
@@ -354,6 +363,7 @@ func (pm *poolMutex) Lock() {
 	} else {
 		pm.m.Lock()
 	}
+	pm.held.set()
 	if o := pm.owner; o != nil && o.incoming.Load() != nil {
 		o.drainIncoming()
 	}
@@ -363,11 +373,12 @@ func (pm *poolMutex) Lock() {
 // is its ThreadCheck, which saves an RT pool's lock the gettid system
 // call while the worker is on its thread (sched.PIMutex.LockOn).
 func (pm *poolMutex) LockOn(c *sched.ThreadCheck) {
-	if !pm.pi || pm.g {
+	if !pm.pi || pm.goro {
 		pm.Lock()
 		return
 	}
 	pm.pm.LockOn(c)
+	pm.held.set()
 	if o := pm.owner; o != nil && o.incoming.Load() != nil {
 		o.drainIncoming()
 	}
@@ -375,7 +386,7 @@ func (pm *poolMutex) LockOn(c *sched.ThreadCheck) {
 
 // Waits returns how many Locks found the lock held.
 func (pm *poolMutex) Waits() int64 {
-	if pm.g {
+	if pm.goro {
 		return pm.gwaits.Load()
 	}
 	if pm.pi {
@@ -389,7 +400,8 @@ func (pm *poolMutex) Unlock() {
 	pm.wake = nil
 	scan := pm.scan
 	pm.scan = nil
-	if pm.g {
+	pm.held.clear()
+	if pm.goro {
 		pm.gm.Unlock()
 	} else if pm.pi {
 		pm.pm.Unlock()
@@ -417,6 +429,9 @@ var createWorkerHook atomic.Pointer[func() error]
 // (the thread gate's refusal near a thread limit, or the test hook) it records the error and arms the
 // mayday timer. Called with mu held. Mirrors create_worker.
 func (p *pool) createWorker() bool {
+	if lockdep {
+		p.assertHeld()
+	}
 	if p.dead {
 		return false
 	}
@@ -470,6 +485,9 @@ const createReportEvery = 10 * time.Second
 // first failure is reported at once, repeats at most every 10 s; all are
 // counted (Stats().CreateErrors). Called with mu held.
 func (p *pool) createFailed(err error) {
+	if lockdep {
+		p.assertHeld()
+	}
 	p.createFailing = true
 	p.createErr = err
 	p.createErrs++
@@ -492,6 +510,9 @@ func (p *pool) createFailed(err error) {
 
 // removeWorker unlinks wk from the pool's lists. Called with mu held.
 func (p *pool) removeWorker(wk *worker) {
+	if lockdep {
+		p.assertHeld()
+	}
 	for i, x := range p.workers {
 		if x == wk {
 			p.workers = append(p.workers[:i], p.workers[i+1:]...)
@@ -558,6 +579,9 @@ func (p *pool) reapIdle() {
 // stuck for lack of workers, creation is retried and rescuers are
 // summoned (the kernel's pool_mayday_timeout). Called with mu held.
 func (p *pool) startMayday() {
+	if lockdep {
+		p.assertHeld()
+	}
 	if p.maydayArmed || p.dead {
 		return
 	}

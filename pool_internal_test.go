@@ -26,7 +26,8 @@ func TestSpinOK(t *testing.T) {
 	other := cpu + 1
 
 	mk := func() (*pool, *worker) {
-		p := &pool{key: poolKey{cpu: -1}, cm: true, mayspin: true, cpus: []int{0, 1}, lastQueueCPU: other}
+		p := &pool{key: poolKey{cpu: -1}, mayspin: true, cpus: []int{0, 1}, lastQueueCPU: other}
+		p.mu.Lock() // a bare pool, never unlocked: the policy functions assert the lock (wqdebug)
 		return p, &worker{pool: p, lastPark: 1000}
 	}
 	cases := []struct {
@@ -60,7 +61,8 @@ func TestSpinOK(t *testing.T) {
 // wakes nobody and bumps the kick generation the spinner watches; with
 // none, it picks the idle worker to wake at unlock.
 func TestKickWithSpinner(t *testing.T) {
-	p := &pool{key: poolKey{cpu: -1}, cm: true, mayspin: true, cpus: []int{0, 1}}
+	p := &pool{key: poolKey{cpu: -1}, mayspin: true, cpus: []int{0, 1}}
+	p.mu.Lock() // a bare pool, never unlocked: the policy functions assert the lock (wqdebug)
 	idle := &worker{pool: p}
 	p.idle = []*worker{idle}
 	p.worklist.pushBack(NewWork(func() {}))
@@ -125,6 +127,7 @@ func TestPoolMutexWaits(t *testing.T) {
 func TestWakeHint(t *testing.T) {
 	mk := func(cpu int, parked ...int) *pool {
 		p := &pool{key: poolKey{cpu: cpu}, lastQueueCPU: 1}
+		p.mu.Lock() // a bare pool, never unlocked: the policy functions assert the lock (wqdebug)
 		for _, c := range parked {
 			p.idle = append(p.idle, &worker{parkCPU: c})
 		}

@@ -1,6 +1,6 @@
 package wq
 
-import "sync/atomic"
+import "github.com/gowq/wq/internal/measure"
 
 // P wait: the time from a thread worker's return from futex_wait to the
 // moment its goroutine holds a P again and runs Go code. The kernel has
@@ -18,20 +18,6 @@ import "sync/atomic"
 // again once it runs; the difference is charged to the queue of the first
 // item it runs after the wake-up (Stats().PWait). Goroutine workers have no such wait (a goroutine that
 // runs holds a P) and record none.
-
-// pwaitOn turns the P-wait stamps on (SetPWaitAccounting). On by default.
-var pwaitOn atomic.Bool
-
-func init() { pwaitOn.Store(true) }
-
-// SetPWaitAccounting turns the P-wait figure on or off (on by default).
-// When on, each wake-up of a thread worker costs two counter reads (where
-// the time-stamp counter is the kernel's clocksource; elsewhere a
-// clock_gettime system call, 0.1-0.5 us; `wqlab wake --no-pwait` and
-// BenchmarkPWaitRoundTrip measure it) and the wait is added to
-// Stats().PWait of the queue whose item the worker runs first.
-// When off, PWait stops growing. Safe from any goroutine.
-func SetPWaitAccounting(on bool) { pwaitOn.Store(on) }
 
 // parkMeasured parks wk: a goroutine worker on its channel; a thread
 // worker with the stage stamps while a recorder is set, with the P-wait
@@ -54,7 +40,7 @@ func (wk *worker) parkMeasured() {
 	case stagesOn():
 		wk.parkStamped(handOff)
 		wk.notePWait()
-	case pwaitOn.Load():
+	case measure.PWait.Load():
 		wk.pwait, wk.pwaitSet = wk.parker.ParkWait(handOff)
 	case handOff:
 		wk.parker.ParkHandOff()
@@ -66,7 +52,7 @@ func (wk *worker) parkMeasured() {
 // notePWait records the P wait of the wake-up parkStamped just measured,
 // for the next item (chargePWait). On the worker's goroutine.
 func (wk *worker) notePWait() {
-	if wk.gch != nil || wk.stWoken == 0 || !pwaitOn.Load() {
+	if wk.gch != nil || wk.stWoken == 0 || !measure.PWait.Load() {
 		wk.pwaitSet = false
 		return
 	}
@@ -79,7 +65,7 @@ func (wk *worker) notePWait() {
 func (wk *worker) chargePWait(pq *pwq) {
 	if wk.pwaitSet {
 		wk.pwaitSet = false
-		if pwaitOn.Load() { // it may have been turned off during the park
+		if measure.PWait.Load() { // it may have been turned off during the park
 			pq.stats.pwait.observe(wk.pwait)
 			notePWaitRT(pq, wk.pwait)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 	"github.com/gowq/wq/wqtrace"
 )
 
@@ -36,9 +37,9 @@ func TestPWaitRecordedForThreadWorkers(t *testing.T) {
 	if n == 0 {
 		t.Fatal("no P wait recorded for 5 wake-ups of a thread worker")
 	}
-	wq.SetPWaitAccounting(false)
+	labsys.SetPWaitAccounting(false)
 	sparse(t, th, 3)
-	wq.SetPWaitAccounting(true)
+	labsys.SetPWaitAccounting(true)
 	if got := th.Stats().PWait.Count; got != n {
 		t.Errorf("P wait recorded with the accounting off: %d -> %d", n, got)
 	}
@@ -98,8 +99,8 @@ func BenchmarkPWaitRoundTrip(b *testing.B) {
 			name = "on"
 		}
 		b.Run(name, func(b *testing.B) {
-			wq.SetPWaitAccounting(on)
-			defer wq.SetPWaitAccounting(true)
+			labsys.SetPWaitAccounting(on)
+			defer labsys.SetPWaitAccounting(true)
 			q, err := wq.Alloc("bench-pwait", wq.PerCPU, 0)
 			if err != nil {
 				b.Fatal(err)

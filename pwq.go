@@ -115,6 +115,9 @@ func (l *activeLimit) scan(skip *pwq) {
 // must run lim.scan after unlocking (an ordered queue with several pwqs).
 // Mirrors insert_work/__queue_work.
 func (pq *pwq) insert(w *Work) bool {
+	if lockdep {
+		pq.pool.assertHeld()
+	}
 	w.queuedAt = nanotime()
 	return pq.link(w, true)
 }
@@ -124,6 +127,9 @@ func (pq *pwq) insert(w *Work) bool {
 // inside another thread's Lock, where a tracer must not run). Called with
 // pool.mu held.
 func (pq *pwq) link(w *Work, trace bool) bool {
+	if lockdep {
+		pq.pool.assertHeld()
+	}
 	w.color = pq.color
 	pq.stats.adds.Add(1)
 	pq.nrInFlight[w.color]++
@@ -166,6 +172,9 @@ func (pq *pwq) activateT(w *Work, trace bool) {
 // activateInactive moves inactive items to the worklist while slots are
 // free (pwq_activate_first_inactive). Called with pool.mu held.
 func (pq *pwq) activateInactive() {
+	if lockdep {
+		pq.pool.assertHeld()
+	}
 	for !pq.inactive.empty() && pq.lim.tryInc() {
 		w := pq.inactive.popFront()
 		pq.lim.nrInactive.Add(-1)
@@ -182,6 +191,9 @@ func (pq *pwq) activateInactive() {
 // have inactive items (the caller then runs lim.scan without the lock).
 // Mirrors pwq_dec_nr_in_flight.
 func (pq *pwq) complete(color uint8) bool {
+	if lockdep {
+		pq.pool.assertHeld()
+	}
 	pq.lim.nrActive.Add(-1)
 	pq.doneInFlight(color)
 	return pq.afterSlotFreed()
@@ -204,6 +216,9 @@ func (pq *pwq) afterSlotFreed() bool {
 // unlink removes a pending item from the worklist or inactive list for a
 // cancel. Called with pool.mu held; the return is as for complete.
 func (pq *pwq) unlink(w *Work) bool {
+	if lockdep {
+		pq.pool.assertHeld()
+	}
 	w.pwq.Store(nil)
 	w.unpend() // the grabber wakes QueueContext waiters (grabFromPwq)
 	pq.doneInFlight(w.color)

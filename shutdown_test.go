@@ -84,7 +84,7 @@ func TestDestroyContextRacingQueue(t *testing.T) {
 	wq.SetErrorHandler(func(string, string, error) {})
 	defer wq.SetErrorHandler(nil)
 	for round := range 5 {
-		q, err := wq.Alloc("sd-race", wq.Unbound, 4, wq.MaxPending(64))
+		q, err := wq.Alloc("sd-race", wq.Unbound, 4, wq.WithMaxPending(64))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 	"github.com/gowq/wq/internal/sched"
 )
 
@@ -17,28 +18,28 @@ import (
 type stageLog struct {
 	mu    sync.Mutex
 	watch map[*wq.Work]bool
-	got   map[*wq.Work][]wq.Stages
+	got   map[*wq.Work][]labsys.Stages
 }
 
 func newStageLog(t *testing.T, ws ...*wq.Work) *stageLog {
-	l := &stageLog{watch: map[*wq.Work]bool{}, got: map[*wq.Work][]wq.Stages{}}
+	l := &stageLog{watch: map[*wq.Work]bool{}, got: map[*wq.Work][]labsys.Stages{}}
 	for _, w := range ws {
 		l.watch[w] = true
 	}
-	wq.SetStageRecorder(l.record)
-	t.Cleanup(func() { wq.SetStageRecorder(nil) })
+	labsys.SetStageRecorder(l.record)
+	t.Cleanup(func() { labsys.SetStageRecorder(nil) })
 	return l
 }
 
-func (l *stageLog) record(s *wq.Stages) {
+func (l *stageLog) record(s *labsys.Stages) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.watch[s.Work] {
-		l.got[s.Work] = append(l.got[s.Work], *s)
+	if w, _ := s.Work.(*wq.Work); l.watch[w] {
+		l.got[w] = append(l.got[w], *s)
 	}
 }
 
-func (l *stageLog) take(w *wq.Work) []wq.Stages {
+func (l *stageLog) take(w *wq.Work) []labsys.Stages {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	s := l.got[w]
@@ -48,7 +49,7 @@ func (l *stageLog) take(w *wq.Work) []wq.Stages {
 
 // ordered reports whether the non-zero stages of s are non-decreasing in
 // path order.
-func ordered(s wq.Stages) bool {
+func ordered(s labsys.Stages) bool {
 	var last int64
 	for _, v := range []int64{s.QueueNs, s.LockedNs, s.WakeNs, s.WokenNs, s.HavePNs, s.StartNs} {
 		if v == 0 {
@@ -62,7 +63,7 @@ func ordered(s wq.Stages) bool {
 	return true
 }
 
-func allSix(s wq.Stages) bool {
+func allSix(s labsys.Stages) bool {
 	return s.QueueNs != 0 && s.LockedNs != 0 && s.WakeNs != 0 && s.WokenNs != 0 && s.HavePNs != 0 && s.StartNs != 0
 }
 
@@ -125,7 +126,7 @@ func TestStagesOff(t *testing.T) {
 	q := mustAlloc(t, "stages-off", wq.PerCPU, 0)
 	w := wq.NewWork(func() {})
 	l := newStageLog(t, w)
-	wq.SetStageRecorder(nil)
+	labsys.SetStageRecorder(nil)
 	for i := 0; i < 20; i++ {
 		q.QueueOn(wq.OnlineCPUs()[0], w)
 		w.Flush()
@@ -137,7 +138,7 @@ func TestStagesOff(t *testing.T) {
 		t.Fatalf("queue path stamped the item with the recorder off: %d %d", a, b)
 	}
 	// On again: recorded again.
-	wq.SetStageRecorder(l.record)
+	labsys.SetStageRecorder(l.record)
 	q.QueueOn(wq.OnlineCPUs()[0], w)
 	w.Flush()
 	if recs := l.take(w); len(recs) != 1 || recs[0].QueueNs == 0 || recs[0].StartNs == 0 {
@@ -182,7 +183,7 @@ func TestStagesRecorderPanic(t *testing.T) {
 	ran := make(chan struct{}, 2)
 	w := wq.NewWork(func() { ran <- struct{}{} })
 	newStageLog(t)
-	wq.SetStageRecorder(func(s *wq.Stages) {
+	labsys.SetStageRecorder(func(s *labsys.Stages) {
 		if s.Work == w {
 			panic("recorder")
 		}
@@ -203,8 +204,8 @@ func TestStagesRecorderPanic(t *testing.T) {
 // the recorder, and BenchmarkQueueNoTracer with an older build for the
 // cost of the stage points with no recorder (one atomic load each).
 func BenchmarkQueueStages(b *testing.B) {
-	wq.SetStageRecorder(func(*wq.Stages) {})
-	defer wq.SetStageRecorder(nil)
+	labsys.SetStageRecorder(func(*labsys.Stages) {})
+	defer labsys.SetStageRecorder(nil)
 	b.Run("queue", func(b *testing.B) { benchQueueOnly(b) })
 	b.Run("roundtrip", benchQueueRoundTrip)
 }
@@ -219,7 +220,7 @@ func TestStagesNonDecreasing(t *testing.T) {
 	var bad, calls atomic.Int64
 	var mu sync.Mutex
 	var ex []string
-	wq.SetStageRecorder(func(s *wq.Stages) {
+	labsys.SetStageRecorder(func(s *labsys.Stages) {
 		calls.Add(1)
 		prev := int64(0)
 		for _, v := range []int64{s.QueueNs, s.LockedNs, s.WakeNs, s.WokenNs, s.HavePNs, s.StartNs} {
@@ -238,7 +239,7 @@ func TestStagesNonDecreasing(t *testing.T) {
 			prev = v
 		}
 	})
-	defer wq.SetStageRecorder(nil)
+	defer labsys.SetStageRecorder(nil)
 	q := mustAlloc(t, "stages-order", wq.PerCPU, 0)
 	ws := make([]*wq.Work, 32)
 	for i := range ws {
@@ -281,12 +282,12 @@ func TestStagesNonDecreasing(t *testing.T) {
 func TestRecorderGoexitKeepsItem(t *testing.T) {
 	captureErrors(t) // the worker exit is reported
 	var calls atomic.Int32
-	wq.SetStageRecorder(func(*wq.Stages) {
+	labsys.SetStageRecorder(func(*labsys.Stages) {
 		if calls.Add(1) == 1 {
 			runtime.Goexit()
 		}
 	})
-	defer wq.SetStageRecorder(nil)
+	defer labsys.SetStageRecorder(nil)
 	q := mustAlloc(t, "recgoexit", wq.Unbound, 0)
 	ran := make(chan struct{}, 1)
 	w := wq.NewWork(func() { ran <- struct{}{} })

@@ -19,9 +19,12 @@ type QueueStats struct {
 	Infl   int64 // items started and not yet finished (infl)
 	// CPUTime is the CPU time of the queue's items (CPUtime), from each
 	// thread worker's CPU clock (goroutine workers are not charged). It
-	// lags: a worker charges what it used at its reads of the clock (see
-	// SetCPUAccounting), so up to 1 ms of CPU per worker of the queue's
-	// pools (what it used in about the last 1 ms of wall time before it parked)
+	// lags: a worker reads its clock after an item of at least 50 us,
+	// before an item of another queue than the ones owed, and after an
+	// item or before a park once 1 ms of wall time has passed since its
+	// last read (no system call per short item), and charges what it used
+	// at each read; so up to 1 ms of CPU per worker of the queue's pools
+	// (what it used in about the last 1 ms of wall time before it parked)
 	// shows only at that worker's next item or its exit.
 	CPUTime time.Duration
 	CPUItsv int64 // CPU-intensive violations (CPUitsv); unbound queues too (their pools are concurrency-managed)
@@ -53,7 +56,9 @@ type QueueStats struct {
 	// this queue, the time from its return from futex_wait to holding a P
 	// again (ns): the Go runtime's part of the wake-up. Near 0 while a P
 	// is idle; it grows when the process's runnable goroutines keep every
-	// P busy (see SetPWaitAccounting). Goroutine-backed queues record none.
+	// P busy. The stamps cost two counter reads per wake-up where the
+	// time-stamp counter is the clocksource (else a clock_gettime system
+	// call, 0.1-0.5 us). Goroutine-backed queues record none.
 	PWait HistSnapshot
 	// Fallback is true when the queue asked for a class the process may
 	// not use and got a lower one (AllowRTFallback).

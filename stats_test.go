@@ -16,6 +16,7 @@ import (
 	"unsafe"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 	"github.com/gowq/wq/wqtrace"
 	"golang.org/x/sys/unix"
 )
@@ -130,7 +131,7 @@ func TestObsCMWakeup(t *testing.T) {
 // counted.
 func TestObsCPUIntensiveAndCPUTime(t *testing.T) {
 	obsCPUIntensiveThresh(t, 10*time.Millisecond)
-	wq.SetCPUAccounting(true) // the default
+	labsys.SetCPUAccounting(true) // the default
 	q := mustAlloc(t, "obs_cpuitsv", wq.PerCPU, 0)
 	// Spin until the monitor has marked the item CPU-intensive (it samples
 	// every 1 ms but may be late on a loaded machine), for at most 5 s of
@@ -516,16 +517,16 @@ func waitCPUTime(q *wq.Workqueue) time.Duration {
 }
 
 // TestCPUAccountingOffIsNotChargedLater: CPU used while accounting was off must
-// not be charged, after SetCPUAccounting(true), to the next queue whose
+// not be charged, after labsys.SetCPUAccounting(true), to the next queue whose
 // item the worker runs. (Failed before the fix: the whole burn of the
 // first item, ~30 ms, went to the second queue's CPUTime.)
 func TestCPUAccountingOffIsNotChargedLater(t *testing.T) {
 	obsCPUIntensiveThresh(t, time.Hour)
-	t.Cleanup(func() { wq.SetCPUAccounting(true) })
+	t.Cleanup(func() { labsys.SetCPUAccounting(true) })
 	qa := mustAlloc(t, "acct_a", wq.PerCPU, 0)
 	qb := mustAlloc(t, "acct_b", wq.PerCPU, 0)
-	wq.SetCPUAccounting(false)
-	b := wq.NewWork(func() { wq.SetCPUAccounting(true) })
+	labsys.SetCPUAccounting(false)
+	b := wq.NewWork(func() { labsys.SetCPUAccounting(true) })
 	qa.QueueOn(0, wq.NewWork(func() {
 		obsSpinCPU(t, 30*time.Millisecond)
 		qb.QueueOn(0, b)
@@ -537,17 +538,17 @@ func TestCPUAccountingOffIsNotChargedLater(t *testing.T) {
 	}
 }
 
-// TestCPUAccountingOffStopsCharging: CPU used after SetCPUAccounting(false)
+// TestCPUAccountingOffStopsCharging: CPU used after labsys.SetCPUAccounting(false)
 // must not be charged to the queue of the last item run with accounting on
 // ("When off, CPUtime stays 0").
 func TestCPUAccountingOffStopsCharging(t *testing.T) {
 	obsCPUIntensiveThresh(t, time.Hour)
-	wq.SetCPUAccounting(true)
-	t.Cleanup(func() { wq.SetCPUAccounting(true) })
+	labsys.SetCPUAccounting(true)
+	t.Cleanup(func() { labsys.SetCPUAccounting(true) })
 	qc := mustAlloc(t, "acct_c", wq.PerCPU, 0)
 	qd := mustAlloc(t, "acct_d", wq.PerCPU, 0)
 	d := wq.NewWork(func() {
-		wq.SetCPUAccounting(false)
+		labsys.SetCPUAccounting(false)
 		obsSpinCPU(t, 30*time.Millisecond)
 	})
 	qc.QueueOn(0, wq.NewWork(func() { qd.QueueOn(0, d) }))

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 	"github.com/gowq/wq/wqtrace"
 )
 
@@ -89,7 +90,7 @@ func (c *upConc) leave() { c.cur.Add(-1) }
 
 // ---------------------------------------------------------------------
 // 1. A 100,000-record pipeline, four ways, on a queue of max_active 4
-// and MaxPending(16): nothing dropped, nothing run twice, max_active held.
+// and WithMaxPending(16): nothing dropped, nothing run twice, max_active held.
 
 const upRecords = 100_000
 
@@ -102,7 +103,7 @@ func TestUserPipelineEveryRecordOnceThroughEachWaitingEntry(t *testing.T) {
 	for _, entry := range []string{"Submit", "GoContext", "GroupGo", "QueueContext"} {
 		t.Run(entry, func(t *testing.T) {
 			const m, n = 4, 16
-			q := upAlloc(t, "up-pipe-"+entry, wq.Unbound, m, wq.MaxPending(n))
+			q := upAlloc(t, "up-pipe-"+entry, wq.Unbound, m, wq.WithMaxPending(n))
 			ran := make([]int32, records)
 			var conc upConc
 			work := func(i int) int {
@@ -293,7 +294,7 @@ func TestMaxPendingAdmitsExactlyMPlusNFrom40Producers(t *testing.T) {
 	} {
 		for _, e := range upEntries {
 			t.Run(qk.name+"/"+e.name, func(t *testing.T) {
-				opts := append([]wq.Option{wq.MaxPending(n)}, qk.opts...)
+				opts := append([]wq.Option{wq.WithMaxPending(n)}, qk.opts...)
 				q := upAlloc(t, "up-mn-"+qk.name+"-"+e.name, qk.flags, m, opts...)
 				gate := make(chan struct{})
 				var ran atomic.Int64
@@ -432,7 +433,7 @@ func upParkProducers(t *testing.T, q *wq.Workqueue, gate chan struct{}, ran *ato
 func TestDestroyWakesEveryParkedProducerWithErrDestroyed(t *testing.T) {
 	for _, how := range []string{"Destroy", "DestroyContext-expired"} {
 		t.Run(how, func(t *testing.T) {
-			q, err := wq.Alloc("up-destroy-parked-"+how, wq.Unbound, 2, wq.MaxPending(3))
+			q, err := wq.Alloc("up-destroy-parked-"+how, wq.Unbound, 2, wq.WithMaxPending(3))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -484,7 +485,7 @@ func TestDestroyWakesEveryParkedProducerWithErrDestroyed(t *testing.T) {
 
 func TestDrainWakesParkedProducersWithErrDraining(t *testing.T) {
 	upQuietErrors(t)
-	q := upAlloc(t, "up-drain-parked", wq.Unbound, 2, wq.MaxPending(3))
+	q := upAlloc(t, "up-drain-parked", wq.Unbound, 2, wq.WithMaxPending(3))
 	gate := make(chan struct{})
 	var ran atomic.Int64
 	const rounds = 5
@@ -515,7 +516,7 @@ func TestDrainWakesParkedProducersWithErrDraining(t *testing.T) {
 }
 
 func TestSetMaxActiveAdmitsExactlyTheNewRoomToParkedProducers(t *testing.T) {
-	q := upAlloc(t, "up-setmax-parked", wq.Unbound, 1, wq.MaxPending(1))
+	q := upAlloc(t, "up-setmax-parked", wq.Unbound, 1, wq.WithMaxPending(1))
 	gate := make(chan struct{})
 	var ran atomic.Int64
 	body := func() { <-gate; ran.Add(1) }
@@ -563,7 +564,7 @@ func TestSetMaxActiveAdmitsExactlyTheNewRoomToParkedProducers(t *testing.T) {
 // 4. pond's Stop: DestroyContext bounds the wait, never what runs.
 
 func TestDestroyContextLikePondStopRunsEveryAcceptedItemOnce(t *testing.T) {
-	q, err := wq.Alloc("up-pond-stop", wq.Unbound, 2, wq.MaxPending(50))
+	q, err := wq.Alloc("up-pond-stop", wq.Unbound, 2, wq.WithMaxPending(50))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -599,7 +600,7 @@ func TestDestroyContextLikePondStopRunsEveryAcceptedItemOnce(t *testing.T) {
 // unless CancelPending counted it; a Future says which.
 
 func TestCancelPendingStormAccountsForEveryAcceptedItem(t *testing.T) {
-	q := upAlloc(t, "up-cancel-storm", wq.Unbound, 3, wq.MaxPending(64))
+	q := upAlloc(t, "up-cancel-storm", wq.Unbound, 3, wq.WithMaxPending(64))
 	var accepted, ran, cancelled atomic.Int64
 	var futRan, futCancelled, futAccepted atomic.Int64
 	stop := make(chan struct{})
@@ -813,7 +814,7 @@ func TestGoexitAndUnlockOSThreadInPanicHandlerKeepWorkersServing(t *testing.T) {
 
 func TestGoexitInErrorHandlerEndsOnlyTheCallerAndLosesNothing(t *testing.T) {
 	var calls atomic.Int32
-	q := upAlloc(t, "up-eh-goexit", wq.Unbound, 2, wq.MaxPending(1),
+	q := upAlloc(t, "up-eh-goexit", wq.Unbound, 2, wq.WithMaxPending(1),
 		wq.WithErrorHandler(func(op, fn string, err error) { calls.Add(1); runtime.Goexit() }))
 	gate := make(chan struct{})
 	var ran atomic.Int32
@@ -1057,7 +1058,7 @@ func TestNilArgumentsAndUseAfterDestroyAreRefusedInDocumentedOrder(t *testing.T)
 		max  int
 		opts []wq.Option
 	}{
-		{"", 1, nil}, {"up-neg", -1, nil}, {"up-big", 2049, nil}, {"up-negpend", 1, []wq.Option{wq.MaxPending(-1)}},
+		{"", 1, nil}, {"up-neg", -1, nil}, {"up-big", 2049, nil}, {"up-negpend", 1, []wq.Option{wq.WithMaxPending(-1)}},
 	} {
 		if q, err := wq.Alloc(bad.name, wq.Unbound, bad.max, bad.opts...); !errors.Is(err, wq.ErrInvalidArgument) {
 			t.Errorf("Alloc(%q, %d) = %v, want ErrInvalidArgument", bad.name, bad.max, err)
@@ -1079,7 +1080,7 @@ func TestNilArgumentsAndUseAfterDestroyAreRefusedInDocumentedOrder(t *testing.T)
 // 8. The RT class without privileges (run as nobody, see the report).
 
 func TestRTWithoutPrivilegeIsErrPermissionAndFallbackRuns(t *testing.T) {
-	if wq.CheckRT(1) == nil {
+	if labsys.CheckRT(1) == nil {
 		t.Skip("this process may use SCHED_FIFO; run as an unprivileged user to test the refusal")
 	}
 	_, err := wq.Alloc("up-rt", wq.Unbound|wq.RT, 0)
@@ -1110,10 +1111,10 @@ func TestGoUsersMappingTableRowByRow(t *testing.T) {
 	bg := context.Background()
 	upQuietErrors(t)
 
-	// fill returns a queue of max_active m and MaxPending(n) holding m+n
+	// fill returns a queue of max_active m and WithMaxPending(n) holding m+n
 	// items blocked on the returned gate.
 	fill := func(t *testing.T, name string, m, n int) (*wq.Workqueue, chan struct{}) {
-		q := upAlloc(t, name, wq.Unbound, m, wq.MaxPending(n))
+		q := upAlloc(t, name, wq.Unbound, m, wq.WithMaxPending(n))
 		gate := make(chan struct{})
 		for i := 0; i < m+n; i++ {
 			if err := q.Go(func() { <-gate }); err != nil {
@@ -1166,16 +1167,16 @@ func TestGoUsersMappingTableRowByRow(t *testing.T) {
 			}
 		})
 	})
-	t.Run("ants WithNonblocking is Go returning ErrQueueFull; MaxPending(0) unbounded", func(t *testing.T) {
+	t.Run("ants WithNonblocking is Go returning ErrQueueFull; WithMaxPending(0) unbounded", func(t *testing.T) {
 		q, _ := fill(t, "up-map-ants-nonblock", 1, 1)
 		if err := q.Go(func() {}); !errors.Is(err, wq.ErrQueueFull) {
 			t.Errorf("Go on a full queue = %v, want ErrQueueFull", err)
 		}
-		u := upAlloc(t, "up-map-unbounded", wq.Unbound, 1, wq.MaxPending(0))
+		u := upAlloc(t, "up-map-unbounded", wq.Unbound, 1, wq.WithMaxPending(0))
 		gate := make(chan struct{})
 		for i := 0; i < 5000; i++ {
 			if err := u.Go(func() { <-gate }); err != nil {
-				t.Fatalf("Go %d on MaxPending(0): %v", i, err)
+				t.Fatalf("Go %d on WithMaxPending(0): %v", i, err)
 			}
 		}
 		if u.MaxPending() != 0 {
@@ -1456,7 +1457,7 @@ func TestGoUsersMappingTableRowByRow(t *testing.T) {
 // exactly the places of the items it dropped for the parked producers.
 func TestCancelPendingFreesExactlyItsPlacesForParkedProducers(t *testing.T) {
 	const m, n = 2, 4
-	q := upAlloc(t, "up-cancel-room", wq.Unbound, m, wq.MaxPending(n))
+	q := upAlloc(t, "up-cancel-room", wq.Unbound, m, wq.WithMaxPending(n))
 	gate := make(chan struct{})
 	var ran atomic.Int32
 	for i := 0; i < m+n; i++ {
@@ -1504,7 +1505,7 @@ func TestCancelPendingFreesExactlyItsPlacesForParkedProducers(t *testing.T) {
 // The order of checks: an item already pending is the kernel's dedup,
 // not ErrQueueFull, and QueueContext does not wait for it.
 func TestPendingItemOnFullQueueIsDedupNotQueueFull(t *testing.T) {
-	q := upAlloc(t, "up-dedup-full", wq.Unbound, 1, wq.MaxPending(1))
+	q := upAlloc(t, "up-dedup-full", wq.Unbound, 1, wq.WithMaxPending(1))
 	gate := make(chan struct{})
 	defer close(gate)
 	if err := q.Go(func() { <-gate }); err != nil {
@@ -1531,7 +1532,7 @@ func TestPendingItemOnFullQueueIsDedupNotQueueFull(t *testing.T) {
 func TestQueueCancelFlushStormMatchesEveryQueueWithOneRunOrCancel(t *testing.T) {
 	for _, qk := range upQueueKinds() {
 		t.Run(qk.name, func(t *testing.T) {
-			q := upAlloc(t, "up-storm-"+qk.name, qk.flags, 2, append([]wq.Option{wq.MaxPending(8)}, qk.opts...)...)
+			q := upAlloc(t, "up-storm-"+qk.name, qk.flags, 2, append([]wq.Option{wq.WithMaxPending(8)}, qk.opts...)...)
 			const items = 8
 			var runs, queued, cancelled [items]atomic.Int64
 			ws := make([]*wq.Work, items)
@@ -1595,7 +1596,7 @@ func TestQueueCancelFlushStormMatchesEveryQueueWithOneRunOrCancel(t *testing.T) 
 // returns, every accepted item runs once.
 func TestConcurrentDestroyDrainWithChainedWorkAllReturn(t *testing.T) {
 	upQuietErrors(t)
-	q, err := wq.Alloc("up-destroy-storm", wq.Unbound, 2, wq.MaxPending(4))
+	q, err := wq.Alloc("up-destroy-storm", wq.Unbound, 2, wq.WithMaxPending(4))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1673,7 +1674,7 @@ func TestGoexitInGroupFunctionFreesItsLimitSlot(t *testing.T) {
 // has one of the two refusals, and fn never runs.
 func TestSubmitCtxEndRacingDestroyNeverRunsFn(t *testing.T) {
 	for round := 0; round < 20; round++ {
-		q, err := wq.Alloc("up-submit-race", wq.Unbound, 1, wq.MaxPending(1))
+		q, err := wq.Alloc("up-submit-race", wq.Unbound, 1, wq.WithMaxPending(1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1724,7 +1725,7 @@ func TestSubmitCtxEndRacingDestroyNeverRunsFn(t *testing.T) {
 
 // After SetMaxActive lowers max_active, the bound is the new m+n.
 func TestMaxPendingBoundFollowsSetMaxActiveDown(t *testing.T) {
-	q := upAlloc(t, "up-shrink", wq.Unbound, 4, wq.MaxPending(2))
+	q := upAlloc(t, "up-shrink", wq.Unbound, 4, wq.WithMaxPending(2))
 	if err := q.SetMaxActive(1); err != nil {
 		t.Fatal(err)
 	}
@@ -1739,14 +1740,14 @@ func TestMaxPendingBoundFollowsSetMaxActiveDown(t *testing.T) {
 		}
 	}
 	if accepted != 1+2 {
-		t.Errorf("accepted %d after SetMaxActive(1) with MaxPending(2), want 3", accepted)
+		t.Errorf("accepted %d after SetMaxActive(1) with WithMaxPending(2), want 3", accepted)
 	}
 }
 
 // An ordered queue holds 1+n, in order; one key of QueueKeyed fills m+n.
 func TestMaxPendingExactOnOrderedQueueAndOneKey(t *testing.T) {
 	t.Run("ordered", func(t *testing.T) {
-		q, err := wq.AllocOrdered("up-ordered-mp", wq.Unbound, wq.MaxPending(3))
+		q, err := wq.AllocOrdered("up-ordered-mp", wq.Unbound, wq.WithMaxPending(3))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1762,18 +1763,18 @@ func TestMaxPendingExactOnOrderedQueueAndOneKey(t *testing.T) {
 		close(gate)
 		upWithin(t, "Destroy", q.Destroy)
 		if accepted != 4 || fmt.Sprint(order) != "[0 1 2 3]" {
-			t.Errorf("ordered queue with MaxPending(3): accepted %d, ran %v; want 4, [0 1 2 3]", accepted, order)
+			t.Errorf("ordered queue with WithMaxPending(3): accepted %d, ran %v; want 4, [0 1 2 3]", accepted, order)
 		}
 	})
 	t.Run("one key", func(t *testing.T) {
 		upQuietErrors(t)
 		const m, n = 4, 2
-		q := upAlloc(t, "up-onekey-mp", wq.Unbound, m, wq.MaxPending(n))
+		q := upAlloc(t, "up-onekey-mp", wq.Unbound, m, wq.WithMaxPending(n))
 		gate := make(chan struct{})
 		var ran atomic.Int32
 		accepted := 0
 		for i := 0; i < 20; i++ {
-			if q.QueueKeyedString("k", wq.NewWork(func() { <-gate; ran.Add(1) })) {
+			if q.QueueKeyed(wq.Key("k"), wq.NewWork(func() { <-gate; ran.Add(1) })) {
 				accepted++
 			}
 		}

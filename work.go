@@ -2,14 +2,14 @@ package wq
 
 import (
 	"context"
-
-	"github.com/gowq/wq/internal/ilist"
-	"reflect"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/gowq/wq/internal/funcname"
+	"github.com/gowq/wq/internal/ilist"
 )
 
 // Work is a work item: a function to run later on a worker thread. It is
@@ -22,7 +22,7 @@ import (
 // runs makes it run once more afterwards, on the same pool.
 type Work struct {
 	fn   func()
-	name atomic.Pointer[string] // cached function name for events, lazily set
+	name funcname.Cache // function name for events, computed at first use
 
 	// state packs PENDING, CANCELING, the disable count and the instance
 	// sequence number; see the st* constants. atomic.
@@ -121,7 +121,7 @@ func seqOf(st uint64) uint64 { return st >> stSeqShift }
 // in the kernel): the item must be idle.
 func (w *Work) Init(fn func()) {
 	w.fn = fn
-	w.name.Store(nil)
+	w.name.Reset()
 }
 
 // NewWork returns an initialised Work that runs fn. It mirrors
@@ -138,34 +138,16 @@ func (w *Work) Func() string {
 	if w == nil {
 		return ""
 	}
-	if p := w.name.Load(); p != nil {
-		return *p
+	if n, ok := w.name.Get(); ok {
+		return n
 	}
 	if w.fn == nil {
 		return ""
 	}
-	var n string
 	if w.oneShot {
-		n = funcName(goItemOf(w).userFunc()) // the caller's closure, not goItem.run
-	} else {
-		n = funcName(w.fn)
+		return w.name.Of(goItemOf(w).userFunc()) // the caller's closure, not goItem.run
 	}
-	w.name.Store(&n)
-	return n
-}
-
-// funcName returns the name of the function fn (a func value of any
-// type).
-func funcName(fn any) string {
-	v := reflect.ValueOf(fn)
-	if v.Kind() != reflect.Func || v.IsNil() {
-		return "?"
-	}
-	f := runtime.FuncForPC(v.Pointer())
-	if f == nil {
-		return "?"
-	}
-	return f.Name()
+	return w.name.Of(w.fn)
 }
 
 // addr is the item's identity in events and dumps.

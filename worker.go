@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gowq/wq/internal/measure"
 	"github.com/gowq/wq/internal/sched"
 	"github.com/gowq/wq/wqtrace"
 )
@@ -84,7 +85,7 @@ type worker struct {
 	runColor uint8
 	startLat int64 // W: the dequeued instance's queue-to-start ns, observed when it starts; -1 if unknown
 
-	// CPU accounting (SetCPUAccounting). Reading the thread CPU clock is
+	// CPU accounting (measure.CPUAccounting). Reading the thread CPU clock is
 	// a real system call (~0.3 us), so a worker does not read it per item,
 	// nor per park: only after an item that ran at least cpuReadAfter of
 	// wall time, before an item of another pwq than the one owed, and
@@ -103,7 +104,7 @@ type worker struct {
 	cpuOwe    *pwq     // W: pwq to charge at the next read; nil when settled
 	cpuOff    bool     // W: its last item ended with accounting off (lastCPU is stale)
 	cpuAt     int64    // M: thread CPU ns at item start or wake
-	seenAt    uint64   // M: the item count (gen) at which the monitor last saw the worker's current item
+	seenGen   uint64   // M: the item count (gen) when the monitor last saw the worker's current item
 	rescuer   *rescuer // I: non-nil for a rescuer thread
 
 	// A: inFn is true while the worker's thread runs a work function: only
@@ -120,9 +121,9 @@ type worker struct {
 	slotAt      int64
 
 	// Stage stamps (stages.go), only while a recorder is set.
-	stWake  atomic.Int64 // A: written by the thread that unparks the worker
-	stWoken int64        // W
-	stages  Stages       // W
+	stWake  atomic.Int64   // A: written by the thread that unparks the worker
+	stWoken int64          // W
+	stages  measure.Stages // W
 	// W: pwait is the P wait (ns) of the last wake-up, not yet charged to a
 	// queue while pwaitSet (pwait.go).
 	pwait    int64
@@ -412,7 +413,7 @@ func (wk *worker) loop() {
 			// when this one sleeps (may_start_working/manage_workers).
 			if !p.mayStartWorking() {
 				p.createWorker()
-				if p.mu.g && p.worklist.len() > 2 {
+				if p.mu.goro && p.worklist.len() > 2 {
 					// A goroutine pool has no CM to start workers for
 					// blocked items: a burst reaches its items through
 					// these starts, and two per start make the chain a
@@ -421,7 +422,7 @@ func (wk *worker) loop() {
 					p.createWorker()
 				}
 			}
-			if p.cm {
+			if !p.key.goro {
 				p.setCounted(wk, true)
 			}
 			for {
@@ -437,7 +438,7 @@ func (wk *worker) loop() {
 				if !wk.processScheduled() {
 					return
 				}
-				if !p.keepWorking() || wk.goSlotYield() {
+				if !p.keepWorking() || wk.goSlotYield(p) {
 					break
 				}
 			}
@@ -503,6 +504,9 @@ func (wk *worker) spin(p *pool, gen uint32) bool {
 // (process_scheduled_works). Called and returns with pool.mu held; false
 // as processOne.
 func (wk *worker) processScheduled() bool {
+	if lockdep {
+		wk.curPool.Load().assertHeld()
+	}
 	for !wk.scheduled.empty() {
 		if !wk.processOne(wk.scheduled.popFront()) {
 			return false
@@ -517,6 +521,9 @@ func (wk *worker) processScheduled() bool {
 // retired. Mirrors process_one_work.
 func (wk *worker) processOne(w *Work) bool {
 	p := wk.curPool.Load()
+	if lockdep {
+		p.assertHeld()
+	}
 	if wk.gch == nil && !wk.thread.Same() {
 		// A work function unlocked the goroutine from its thread
 		// (runtime.UnlockOSThread, LockDepth times) and it has moved since
@@ -534,6 +541,11 @@ func (wk *worker) processOne(w *Work) bool {
 	if wk.parkedAt != 0 {
 		wk.lastPark = now - wk.parkedAt // park, lock and dequeue: the first item after a park
 		wk.parkedAt = 0
+		if wk.gch != nil {
+			// Once per wake-up, before the kick below: the next
+			// worker woken reads the limits (goadmit.go).
+			wk.goSlotStale(now)
+		}
 	}
 	wk.current, wk.currentPwq, wk.currentAt = w, pq, now
 	wk.gen++
@@ -547,7 +559,7 @@ func (wk *worker) processOne(w *Work) bool {
 	// another running worker (an unbound pool below its CPU count, or
 	// blocking), the next pending item gets one.
 	p.kick()
-	if p.busy.Add(1) == 1 && p.cm {
+	if p.busy.Add(1) == 1 && !p.key.goro {
 		cmNotifyBusy()
 	}
 	p.progress.Store(now)
@@ -601,7 +613,7 @@ func (wk *worker) runItem(w *Work, fn func(), pq *pwq) {
 	// The stage recorder is user code: called before PENDING is cleared,
 	// like execute_start, so that a runtime.Goexit in it leaves the item
 	// pending for the next worker (finishCurrent, stageDequeued).
-	if sr := stageRec.Load(); sr != nil {
+	if sr := measure.Current(); sr != nil {
 		wk.recordStages(sr, w, pq.wq)
 	}
 	wk.runSeq = w.startRun()
@@ -733,7 +745,7 @@ func (wk *worker) endItem(w *Work, pq *pwq, t *wqtrace.Tracer) {
 		// difference with lastCPU means nothing (it may be negative). What
 		// the worker's thread used since its last read is not charged.
 		wk.cpuOwe = nil
-	} else if cpuAccounting.Load() {
+	} else if measure.CPUAccounting.Load() {
 		if wk.cpuOff {
 			// Accounting was off for earlier items: charge this item no
 			// more than its wall time, and count from here.
@@ -788,7 +800,7 @@ func (wk *worker) afterItem(now int64) {
 		releaseGoItem(w)
 	}
 	wk.sleeping, wk.cpuIntensive = false, false
-	if p.cm && wk.rescuer == nil {
+	if !p.key.goro && wk.rescuer == nil {
 		p.setCounted(wk, true)
 	}
 	pq.stats.freed.Add(1) // with the slot, not at completion (backlogStats)

@@ -16,7 +16,7 @@ import (
 
 // TestMaxActiveRange: 0 is the default, and a max_active outside
 // [0, 2048] is refused by Alloc (nothing created) and by SetMaxActive
-// (nothing changed), one rule with MaxPending(-1).
+// (nothing changed), one rule with WithMaxPending(-1).
 func TestMaxActiveRange(t *testing.T) {
 	q := mustAlloc(t, "range", wq.Unbound, 0)
 	if got := q.MaxActive(); got != wq.DefaultMaxActive {

@@ -1,10 +1,9 @@
 package kthread
 
 import (
-	"reflect"
-	"runtime"
 	"sync/atomic"
 
+	"github.com/gowq/wq/internal/funcname"
 	"github.com/gowq/wq/internal/ilist"
 	"github.com/gowq/wq/internal/timer"
 )
@@ -26,7 +25,7 @@ import (
 // the item goes to a fallback, and reused afterwards.
 type Work struct {
 	fn   func()
-	name atomic.Pointer[string] // cached function name, lazily set
+	name funcname.Cache // function name, computed at first use
 
 	// owner is the worker the item is attached to (work->worker), nil
 	// before the first queue. It changes only while the item is idle, with
@@ -55,7 +54,7 @@ type Work struct {
 // a bug, as in the kernel. Init does not allocate.
 func (w *Work) Init(fn func()) {
 	w.fn = fn
-	w.name.Store(nil)
+	w.name.Reset()
 	if w.fb != nil {
 		w.fb.Init(fn)
 	}
@@ -72,21 +71,10 @@ func NewWork(fn func()) *Work {
 // Func returns the item's function name as the kernel's %ps would print it
 // (for example "main.decompress"), "" when not initialised.
 func (w *Work) Func() string {
-	if w == nil {
+	if w == nil || w.fn == nil {
 		return ""
 	}
-	if p := w.name.Load(); p != nil {
-		return *p
-	}
-	if w.fn == nil {
-		return ""
-	}
-	n := "?"
-	if f := runtime.FuncForPC(reflect.ValueOf(w.fn).Pointer()); f != nil {
-		n = f.Name()
-	}
-	w.name.Store(&n)
-	return n
+	return w.name.Of(w.fn)
 }
 
 // Pending reports whether the item is queued, armed as a delayed timer, or

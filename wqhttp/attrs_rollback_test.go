@@ -69,7 +69,7 @@ func TestNumberWritesOutOfRangeAnswer400(t *testing.T) {
 	q := alloc(t, "wh_range", wq.PerCPU|wq.Sysfs)
 	srv := server(t, wqhttp.Options{AllowWrites: true})
 	wdBefore, ciBefore := wq.WatchdogThresh(), wq.CPUIntensiveThresh()
-	eaBefore := q.EscapeAfter()
+	eaBefore := q.Attrs().EscapeAfter
 	for _, c := range []struct{ path, value string }{
 		{"/attrs/wh_range/escape_after", "18446744073709552"},
 		{"/attrs/wh_range/escape_after", "9223372036854776"},
@@ -83,9 +83,9 @@ func TestNumberWritesOutOfRangeAnswer400(t *testing.T) {
 			t.Errorf("POST %s %s: %d %q, want 400", c.path, c.value, r.code, r.body)
 		}
 	}
-	if wq.WatchdogThresh() != wdBefore || wq.CPUIntensiveThresh() != ciBefore || q.EscapeAfter() != eaBefore {
+	if wq.WatchdogThresh() != wdBefore || wq.CPUIntensiveThresh() != ciBefore || q.Attrs().EscapeAfter != eaBefore {
 		t.Errorf("refused writes changed watchdog_thresh %v -> %v, cpu_intensive_thresh %v -> %v, escape_after %v -> %v",
-			wdBefore, wq.WatchdogThresh(), ciBefore, wq.CPUIntensiveThresh(), eaBefore, q.EscapeAfter())
+			wdBefore, wq.WatchdogThresh(), ciBefore, wq.CPUIntensiveThresh(), eaBefore, q.Attrs().EscapeAfter)
 		_ = wq.SetWatchdogThresh(wdBefore)
 		_ = wq.SetCPUIntensiveThresh(ciBefore)
 	}

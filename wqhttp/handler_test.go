@@ -433,8 +433,8 @@ func TestAttrsWrite(t *testing.T) {
 	// Work still runs with the new limit.
 	run(q, 3, func() {})
 	// escape_after (a gowq extension) is a per-CPU queue's attribute.
-	if r := do(t, srv, http.MethodPost, "/attrs/wh_rw/escape_after", "50us"); r.code != http.StatusOK || r.body != "50us\n" || q.EscapeAfter() != 50*time.Microsecond {
-		t.Errorf("POST escape_after 50us: %d %q, EscapeAfter %v", r.code, r.body, q.EscapeAfter())
+	if r := do(t, srv, http.MethodPost, "/attrs/wh_rw/escape_after", "50us"); r.code != http.StatusOK || r.body != "50us\n" || q.Attrs().EscapeAfter != 50*time.Microsecond {
+		t.Errorf("POST escape_after 50us: %d %q, EscapeAfter %v", r.code, r.body, q.Attrs().EscapeAfter)
 	}
 
 	type bad struct {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 	"github.com/gowq/wq/lab/doctor"
 )
 
@@ -20,7 +20,7 @@ func useDoctorFixture(t *testing.T, name string) {
 		PID:        4242,
 		Sleep:      func(time.Duration) {},
 		TimerSlack: func() (int64, error) { return 50_000, nil },
-		Diagnose:   func(wq.ThreadAttr) []wq.ClassBlocker { return nil },
+		Diagnose:   func(labsys.ThreadAttr) []labsys.ClassBlocker { return nil },
 	}
 	t.Cleanup(func() { doctorEnv = old })
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 	"github.com/gowq/wq/lab/twq"
 )
 
@@ -39,7 +39,7 @@ waiter on the default scope at least 1/3 of the raw ping-pong per thread.`,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, s := range scopes {
-				sc, err := wq.ParseScope(s)
+				sc, err := labsys.ParseScope(s)
 				if err != nil {
 					return err
 				}

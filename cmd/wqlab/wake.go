@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 	"github.com/gowq/wq/lab/driver"
 	"github.com/gowq/wq/lab/wake"
 )
@@ -56,7 +56,7 @@ normal class's p99 at least 10x RT's, and the best RT row's max within 10x
                   sample and runs the runtime tracer (for the exact
                   stop-the-world ranges); off, nothing extra is collected.
   --gogc N|off    GC percent for the run (debug.SetGCPercent)
-  --mlock         mlockall the process first (wq.Mlockall)
+  --mlock         mlockall the process first (labsys.Mlockall)
   --gc-load MiB/s in-process allocation load, so that GC cycles happen`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
@@ -75,9 +75,9 @@ normal class's p99 at least 10x RT's, and the best RT row's max within 10x
 			}
 			// The P-wait stamp is on by default in every program; off, a
 			// run shows its cost on the wake-up (the same process-wide
-			// switch a program has: wq.SetPWaitAccounting).
-			wq.SetPWaitAccounting(!noPWait)
-			defer wq.SetPWaitAccounting(true)
+			// switch a program has: labsys.SetPWaitAccounting).
+			labsys.SetPWaitAccounting(!noPWait)
+			defer labsys.SetPWaitAccounting(true)
 			rows := len(only)
 			if rows == 0 {
 				rows = len(wake.Configs())
@@ -95,7 +95,7 @@ normal class's p99 at least 10x RT's, and the best RT row's max within 10x
 	cmd.Flags().StringSliceVar(&only, "configs", nil, "rows to measure, comma-separated names (default all): "+strings.Join(wake.Configs(), ", "))
 	cmd.Flags().DurationVar(&gap, "gap", 200*time.Microsecond, "pause between two samples")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of the table")
-	cmd.Flags().BoolVar(&noPWait, "no-pwait", false, "turn off the P-wait stamp of worker wake-ups (wq.SetPWaitAccounting(false)), to measure its cost")
+	cmd.Flags().BoolVar(&noPWait, "no-pwait", false, "turn off the P-wait stamp of worker wake-ups (Stats().PWait stops growing), to measure its cost")
 	ef.register(cmd.Flags())
 	return cmd
 }
@@ -113,7 +113,7 @@ func (f *explainFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.explain, "explain", false, "attribute every outlier to a likely cause (GC STW, queuer preempted, scheduler, lock wait, P wait, unknown)")
 	fs.DurationVar(&f.threshold, "explain-threshold", 0, "outlier threshold for --explain (default max(100us, 10x the raw probe's max))")
 	fs.StringVar(&f.gogc, "gogc", "", "GC percent during the run (debug.SetGCPercent): a number >= 0 or off (default: leave as is)")
-	fs.BoolVar(&f.mlock, "mlock", false, "lock the process's memory first (wq.Mlockall; needs CAP_IPC_LOCK or RLIMIT_MEMLOCK)")
+	fs.BoolVar(&f.mlock, "mlock", false, "lock the process's memory first (mlockall(MCL_CURRENT|MCL_FUTURE); needs CAP_IPC_LOCK or RLIMIT_MEMLOCK)")
 	fs.IntVar(&f.gcLoad, "gc-load", 0, fmt.Sprintf("MiB/s of garbage allocated by wqlab itself during the run, so that GC cycles happen (0..%d)", wake.MaxGCLoad))
 }
 

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 	"github.com/gowq/wq/lab/driver"
 	"github.com/gowq/wq/lab/stats"
 )
@@ -143,11 +144,11 @@ type Table struct {
 
 // Result is a whole run.
 type Result struct {
-	Schema   string  `json:"schema"`    // driver.Schema(Name), set by WriteJSON
-	CPU      int     `json:"cpu"`       // the queueing (and hogged) CPU
-	QueuerOn string  `json:"queuer_on"` // how the queueing thread ran
-	Samples  int     `json:"samples"`
-	Tables   []Table `json:"tables"`
+	driver.Doc         // schema: driver.Schema(Name), set by WriteJSON
+	CPU        int     `json:"cpu"`       // the queueing (and hogged) CPU
+	QueuerOn   string  `json:"queuer_on"` // how the queueing thread ran
+	Samples    int     `json:"samples"`
+	Tables     []Table `json:"tables"`
 }
 
 type row struct {
@@ -205,7 +206,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			rows = append(rows, r)
 			var opts []wq.Option
 			if c.escape > 0 {
-				opts = append(opts, wq.EscapeAfter(c.escape))
+				opts = append(opts, wq.WithEscapeAfter(c.escape))
 			}
 			q, err := wq.Alloc("adaptive", c.flags, 0, opts...)
 			if err != nil {
@@ -273,10 +274,10 @@ func startQueuer(cpu int) (*queuer, error) {
 	q := &queuer{cpu: cpu}
 	t, err := driver.StartThread(func() error {
 		q.desc = fmt.Sprintf("pinned to cpu%d", cpu)
-		if err := wq.SetThreadAffinity([]int{cpu}); err != nil {
+		if err := labsys.SetThreadAffinity([]int{cpu}); err != nil {
 			q.desc = fmt.Sprintf("not pinned (%v)", err)
 		}
-		if err := wq.SetThreadAttr(wq.ThreadAttr{Policy: wq.ThreadNormal, Nice: -20}); err != nil {
+		if err := labsys.SetThreadAttr(labsys.ThreadAttr{Policy: labsys.ThreadNormal, Nice: -20}); err != nil {
 			q.desc += ", nice 0"
 		} else {
 			q.desc += ", nice -20"
@@ -298,15 +299,15 @@ func (q *queuer) measure(r *row, n int, gap time.Duration) {
 	q.Do(func() {
 		var start atomic.Int64
 		var where atomic.Int32
-		var pk wq.Parker
+		var pk labsys.Parker
 		w := wq.NewWork(func() {
 			start.Store(stats.Now())
-			where.Store(int32(wq.CurrentCPU()))
+			where.Store(int32(labsys.CurrentCPU()))
 			pk.Unpark()
 		})
 		for range n {
 			if gap > 0 {
-				wq.SleepThread(gap)
+				labsys.SleepThread(gap)
 			}
 			start.Store(0)
 			t0 := stats.Now()
@@ -319,27 +320,22 @@ func (q *queuer) measure(r *row, n int, gap time.Duration) {
 			r.samples.Add(start.Load() - t0)
 			r.perCPU[int(where.Load())]++
 			for w.Busy() != 0 {
-				wq.SleepThread(10 * time.Microsecond)
+				labsys.SleepThread(10 * time.Microsecond)
 			}
 		}
 	})
 }
 
-func (r *Table) get(name string) *Row {
-	for i := range r.Rows {
-		if r.Rows[i].Config == name && r.Rows[i].Skipped == "" && r.Rows[i].Summary.Count > 0 {
-			return &r.Rows[i]
-		}
-	}
-	return nil
-}
+// get returns the measured row named name (driver.Measured), nil if none.
+func (r *Table) get(name string) *Row { return driver.Measured(r.Rows, name, rowKey) }
+
+func rowKey(r *Row) (string, string, int64) { return r.Config, r.Skipped, r.Summary.Count }
 
 // WriteJSON writes r as one indented JSON document whose "schema" is
 // driver.Schema(Name) (adaptive's fields: Result's JSON tags, latencies
 // in us). It returns w's error.
 func (r *Result) WriteJSON(w io.Writer) error {
-	r.Schema = driver.Schema(Name)
-	return driver.WriteJSON(w, r)
+	return driver.WriteResult(w, Name, r)
 }
 
 // WriteTable prints each load's box table (p50, p99, max queue-to-start

@@ -52,7 +52,7 @@ func on(c chan struct{}) func() { return func() { <-c } }
 
 func mappingQueue(t *testing.T, name string, maxActive, maxPending int) *wq.Workqueue {
 	t.Helper()
-	q, err := wq.Alloc(name, wq.Unbound, maxActive, wq.MaxPending(maxPending))
+	q, err := wq.Alloc(name, wq.Unbound, maxActive, wq.WithMaxPending(maxPending))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func mappingQueue(t *testing.T, name string, maxActive, maxPending int) *wq.Work
 }
 
 // Row "pond NewPool(m, WithQueueSize(n)) + TrySubmit | q.Go with
-// MaxPending(n): ErrQueueFull": both hold m running + n waiting, and
+// WithMaxPending(n): ErrQueueFull": both hold m running + n waiting, and
 // refuse the next without waiting.
 func TestMappingPondTrySubmitIsGo(t *testing.T) {
 	const m, n = 2, 3
@@ -159,7 +159,7 @@ func TestMappingPondStopRunsQueuedTasks(t *testing.T) {
 // Rows "ants WithNonblocking(true) | q.Go with MaxPending: ErrQueueFull"
 // and "ants blocking Submit | q.GoContext": ants refuses (nonblocking) or
 // waits (blocking) once its m workers are busy; gowq does the same once m
-// run and n wait (n >= 1: MaxPending(0) is unbounded).
+// run and n wait (n >= 1: WithMaxPending(0) is unbounded).
 func TestMappingAntsModes(t *testing.T) {
 	gate := make(chan struct{})
 	nb, err := ants.NewPool(1, ants.WithNonblocking(true))
@@ -240,6 +240,9 @@ func TestMappingPanics(t *testing.T) {
 		var g errgroup.Group
 		g.Go(func() error { panic("boom") })
 		_ = g.Wait()
+		// errgroup's deferred done releases Wait while the panic is still
+		// unwinding; the panic ends the process within that time.
+		time.Sleep(10 * time.Second)
 		os.Exit(0) // not reached when errgroup lets the panic through
 	}
 	p := pond.NewPool(1)

@@ -247,11 +247,10 @@ func (r *Result) WriteTable(w io.Writer) error {
 	}
 	driver.WriteBox(&b, []string{"setup", "n", "p50", "p99", "max", "bg items/s"}, lines)
 	b.WriteString("queue->start of the post-processing items, us\n")
-	get := func(n string) *Setup {
-		for _, s := range r.Setups {
-			if s.Name == n && s.Skipped == "" && s.Latency.Count > 0 {
-				return s
-			}
+	get := func(n string) *Setup { // the measured setup named n (driver.Measured), nil if none
+		key := func(s **Setup) (string, string, int64) { return (*s).Name, (*s).Skipped, (*s).Latency.Count }
+		if s := driver.Measured(r.Setups, n, key); s != nil {
+			return *s
 		}
 		return nil
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/prometheus/procfs"
 
-	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 )
 
 // Capability bits (linux/capability.h).
@@ -52,12 +52,12 @@ type machine struct {
 	limitsErr error
 	limits    procfs.ProcLimits
 
-	blockers []wq.ClassBlocker
+	blockers []labsys.ClassBlocker
 	claimed  map[int]bool
 
-	isolated wq.CPUSet // isolated CPUs (cmdline or sysfs), filled by checkIsolation
-	allowed  wq.CPUSet // the process's CPUs, filled by checkAffinity
-	idleMax  int       // deepest enabled idle state's exit latency, us; -1 when no cpuidle
+	isolated labsys.CPUSet // isolated CPUs (cmdline or sysfs), filled by checkIsolation
+	allowed  labsys.CPUSet // the process's CPUs, filled by checkAffinity
+	idleMax  int           // deepest enabled idle state's exit latency, us; -1 when no cpuidle
 
 	qosDone bool
 	qos     int32 // the PM QoS CPU latency limit, us (pmQoSDefault: none held)
@@ -101,8 +101,8 @@ func newMachine(env *Env) *machine {
 	// The class diagnosis is shared with the library's errors. Until it
 	// is filled in (a stub returning nil) the checks below decide from
 	// their own readings alone; they are kept thin for that reason.
-	seen := map[wq.ClassBlocker]bool{}
-	for _, a := range []wq.ThreadAttr{{Policy: wq.ThreadFIFO, Priority: 1}, {Policy: wq.ThreadNormal, Nice: -20}} {
+	seen := map[labsys.ClassBlocker]bool{}
+	for _, a := range []labsys.ThreadAttr{{Policy: labsys.ThreadFIFO, Priority: 1}, {Policy: labsys.ThreadNormal, Nice: -20}} {
 		for _, b := range env.Diagnose(a) {
 			if !seen[b] {
 				seen[b] = true
@@ -148,8 +148,8 @@ func (m *machine) claim(c Check, cause string) Check {
 	return c
 }
 
-func (m *machine) unclaimed() []wq.ClassBlocker {
-	var out []wq.ClassBlocker
+func (m *machine) unclaimed() []labsys.ClassBlocker {
+	var out []labsys.ClassBlocker
 	for i, b := range m.blockers {
 		if !m.claimed[i] {
 			out = append(out, b)
@@ -433,14 +433,14 @@ func cmdlineParam(cmdline, name string) (string, bool) {
 
 // cpuListOfParam parses an isolcpus= value, whose list may follow flags
 // ("managed_irq,domain,1-3").
-func cpuListOfParam(v string) wq.CPUSet {
+func cpuListOfParam(v string) labsys.CPUSet {
 	var keep []string
 	for _, p := range strings.Split(v, ",") {
 		if p != "" && (p[0] >= '0' && p[0] <= '9') {
 			keep = append(keep, p)
 		}
 	}
-	s, _ := wq.ParseCPUList(strings.Join(keep, ","))
+	s, _ := labsys.ParseCPUList(strings.Join(keep, ","))
 	return s
 }
 
@@ -466,7 +466,7 @@ func (m *machine) checkIsolation() Check {
 		if err != nil || v == "" || v == "(null)" {
 			continue
 		}
-		if s, err := wq.ParseCPUList(v); err == nil {
+		if s, err := labsys.ParseCPUList(v); err == nil {
 			m.isolated = m.isolated.Or(s)
 			parts = append(parts, "sysfs "+f+" "+v)
 		}
@@ -490,7 +490,7 @@ func (m *machine) checkAffinity() Check {
 	for _, u := range m.status.CpusAllowedList {
 		ids = append(ids, int(u))
 	}
-	m.allowed = wq.NewCPUSet(ids...)
+	m.allowed = labsys.NewCPUSet(ids...)
 	online, _ := m.read("/sys/devices/system/cpu/online")
 	c.Value = "CPUs " + m.allowed.String()
 	if online != "" {
@@ -781,7 +781,7 @@ func (m *machine) checkIRQAffinity() Check {
 		if err != nil {
 			continue // an IRQ without affinity files (e.g. irq 0)
 		}
-		s, err := wq.ParseCPUList(strings.TrimSpace(string(v)))
+		s, err := labsys.ParseCPUList(strings.TrimSpace(string(v)))
 		if err != nil {
 			continue
 		}

@@ -17,7 +17,7 @@
 // Every reading goes through Env.Root, so that the checks are tested
 // against fixture trees of /proc, /sys and /dev (testdata/good, testdata/bad).
 // Only the timer slack (prctl) and the class diagnosis
-// (wq.DiagnoseClass) are not file reads; Env injects them.
+// (labsys.DiagnoseClass) are not file reads; Env injects them.
 package doctor
 
 import (
@@ -33,7 +33,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 )
 
 // Status is a check's verdict.
@@ -97,8 +97,8 @@ type Env struct {
 	// prctl(PR_GET_TIMERSLACK).
 	TimerSlack func() (int64, error)
 	// Diagnose returns what blocks a scheduling class; nil is
-	// wq.DiagnoseClass (which reads the real process, whatever Root is).
-	Diagnose func(wq.ThreadAttr) []wq.ClassBlocker
+	// labsys.DiagnoseClass (which reads the real process, whatever Root is).
+	Diagnose func(labsys.ThreadAttr) []labsys.ClassBlocker
 }
 
 func (e *Env) path(p string) string {
@@ -134,7 +134,7 @@ func Run(ctx context.Context, env Env) Report {
 		}
 	}
 	if env.Diagnose == nil {
-		env.Diagnose = wq.DiagnoseClass
+		env.Diagnose = labsys.DiagnoseClass
 	}
 	m := newMachine(&env)
 	var r Report

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 	"github.com/gowq/wq/internal/testutil"
 )
 
@@ -28,7 +28,7 @@ func fixture(t *testing.T, name string, slack int64) (Env, string) {
 		PID:        4242,
 		Sleep:      func(time.Duration) {},
 		TimerSlack: func() (int64, error) { return slack, nil },
-		Diagnose:   func(wq.ThreadAttr) []wq.ClassBlocker { return nil },
+		Diagnose:   func(labsys.ThreadAttr) []labsys.ClassBlocker { return nil },
 	}, dir
 }
 
@@ -264,18 +264,18 @@ func TestVariants(t *testing.T) {
 // check covers gets a row of its own.
 func TestDiagnoseClass(t *testing.T) {
 	env, _ := fixture(t, "good", 50_000)
-	var asked []wq.ThreadAttr
-	env.Diagnose = func(a wq.ThreadAttr) []wq.ClassBlocker {
+	var asked []labsys.ThreadAttr
+	env.Diagnose = func(a labsys.ThreadAttr) []labsys.ClassBlocker {
 		asked = append(asked, a)
-		return []wq.ClassBlocker{
+		return []labsys.ClassBlocker{
 			{Cause: "cgroup cpu.rt_runtime_us", Detail: "cgroup /rt.slice has 0", Fix: "FIX-CGROUP"},
 			{Cause: "new cause", Detail: "something", Fix: "FIX-NEW"},
 		}
 	}
 	r := Run(context.Background(), env)
 	checkCounts(t, r)
-	if !slices.Contains(asked, wq.ThreadAttr{Policy: wq.ThreadFIFO, Priority: 1}) ||
-		!slices.Contains(asked, wq.ThreadAttr{Policy: wq.ThreadNormal, Nice: -20}) {
+	if !slices.Contains(asked, labsys.ThreadAttr{Policy: labsys.ThreadFIFO, Priority: 1}) ||
+		!slices.Contains(asked, labsys.ThreadAttr{Policy: labsys.ThreadNormal, Nice: -20}) {
 		t.Errorf("asked about %v, want SCHED_FIFO 1 and nice -20", asked)
 	}
 	got := byID(r)

@@ -101,3 +101,33 @@ func WriteJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+// Doc is the head of an experiment's JSON document. Embedded first in its
+// Result, it gives the document its "schema" field, which WriteResult
+// sets.
+type Doc struct {
+	Schema string `json:"schema"` // Schema(name) of the experiment
+}
+
+func (d *Doc) doc() *Doc { return d }
+
+// WriteResult writes r, an experiment's Result that embeds Doc, as one
+// indented JSON document (WriteJSON) whose "schema" is Schema(name): the
+// whole of an experiment's Result.WriteJSON. It returns w's error.
+func WriteResult(w io.Writer, name string, r interface{ doc() *Doc }) error {
+	r.doc().Schema = Schema(name)
+	return WriteJSON(w, r)
+}
+
+// Measured returns the first of rows whose configuration is name and that
+// was measured (not skipped, with samples): the reference row a verdict
+// compares with. nil when there is none. key gives a row's configuration
+// name, skip reason ("" when it ran) and sample count.
+func Measured[R any](rows []R, name string, key func(*R) (config, skipped string, samples int64)) *R {
+	for i := range rows {
+		if c, s, n := key(&rows[i]); c == name && s == "" && n > 0 {
+			return &rows[i]
+		}
+	}
+	return nil
+}

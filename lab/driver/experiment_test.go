@@ -1,6 +1,7 @@
 package driver_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -73,5 +74,46 @@ func TestFuncRunErrorGivesNilResult(t *testing.T) {
 	f.Measure = func(context.Context) (*fakeResult, error) { return &fakeResult{}, nil }
 	if r, err := f.Run(context.Background()); r == nil || err != nil {
 		t.Errorf("Run = %v, %v; want a result", r, err)
+	}
+}
+
+// TestWriteResult: an experiment's document starts with its schema, set
+// from the experiment's name, and carries its own fields after it. Fault
+// caught: a document without the schema, with another experiment's, or a
+// Doc that hides the result's fields.
+func TestWriteResult(t *testing.T) {
+	type result struct {
+		driver.Doc
+		Rows int `json:"rows"`
+	}
+	var b bytes.Buffer
+	r := &result{Rows: 3}
+	if err := driver.WriteResult(&b, "demo", r); err != nil {
+		t.Fatal(err)
+	}
+	want := "{\n  \"schema\": \"gowq.wqlab.demo/v1\",\n  \"rows\": 3\n}\n"
+	if b.String() != want || r.Schema != driver.Schema("demo") {
+		t.Errorf("WriteResult wrote %q (Schema %q), want %q", b.String(), r.Schema, want)
+	}
+}
+
+// TestMeasured: the reference row is the first row of the name that ran
+// and has samples. Fault caught: a skipped or empty row taken as the
+// reference (a verdict against nothing), or a row of another name.
+func TestMeasured(t *testing.T) {
+	type row struct {
+		config, skipped string
+		n               int64
+	}
+	key := func(r *row) (string, string, int64) { return r.config, r.skipped, r.n }
+	rows := []row{{"a", "no RT", 10}, {"a", "", 0}, {"b", "", 5}, {"a", "", 7}, {"a", "", 9}}
+	if got := driver.Measured(rows, "a", key); got != &rows[3] {
+		t.Errorf("Measured(a) = %+v, want the row with 7 samples", got)
+	}
+	if got := driver.Measured(rows, "c", key); got != nil {
+		t.Errorf("Measured(c) = %+v, want nil", got)
+	}
+	if got := driver.Measured(rows[:2], "a", key); got != nil {
+		t.Errorf("Measured of skipped and empty rows = %+v, want nil", got)
 	}
 }

@@ -1,6 +1,6 @@
 package driver
 
-import "github.com/gowq/wq"
+import "github.com/gowq/wq/internal/labsys"
 
 // Thread is a locked OS thread that runs functions one at a time: the
 // queuing thread of a measurement, pinned and given a class by its setup.
@@ -8,14 +8,14 @@ type Thread struct {
 	reqs chan func()
 }
 
-// StartThread starts a thread (wq.GoThread: its own, never the main
+// StartThread starts a thread (labsys.GoThread: its own, never the main
 // thread, destroyed when stopped) and runs setup on it; when setup
 // returns an error the thread ends and StartThread returns that error.
 // It blocks until setup has returned.
 func StartThread(setup func() error) (*Thread, error) {
 	t := &Thread{reqs: make(chan func())}
 	ready := make(chan error, 1)
-	if err := wq.GoThread(func() {
+	if err := labsys.GoThread(func() {
 		if err := setup(); err != nil {
 			ready <- err
 			return

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 	"github.com/gowq/wq/lab/driver"
 )
 
@@ -38,7 +39,7 @@ type BlockingBurst struct {
 // the CM monitor's CPU use while idle, in us per second. Its JSON
 // document has the schema driver.Schema(Blocking) (see the package doc).
 type BlockingResult struct {
-	Schema          string          `json:"schema"` // driver.Schema(Blocking), set by WriteJSON
+	driver.Doc                      // schema: driver.Schema(Blocking), set by WriteJSON
 	Bursts          []BlockingBurst `json:"bursts"`
 	IdleLightUsPerS float64         `json:"cm_idle_light_us_per_s"` // the first second after work (2 ms polls)
 	IdleDeepUsPerS  float64         `json:"cm_idle_deep_us_per_s"`  // the two seconds after (deep idle)
@@ -136,8 +137,7 @@ func (r *BlockingResult) WriteTable(w io.Writer) error {
 // WriteJSON writes r as one indented JSON document whose "schema" is
 // driver.Schema(Blocking). It returns w's error.
 func (r *BlockingResult) WriteJSON(w io.Writer) error {
-	r.Schema = driver.Schema(Blocking)
-	return driver.WriteJSON(w, r)
+	return driver.WriteResult(w, Blocking, r)
 }
 
 func writeBlockingTable(w io.Writer, rows []BlockingBurst, idleLight, idleDeep float64) {
@@ -206,7 +206,7 @@ func block(kind string, fds [2]int) {
 	case "time.Sleep":
 		time.Sleep(blockFor)
 	case "nanosleep":
-		wq.SleepThread(blockFor)
+		labsys.SleepThread(blockFor)
 	case "pipe read":
 		time.AfterFunc(blockFor, func() { _, _ = syscall.Write(fds[1], []byte{1}) })
 		var b [1]byte
@@ -290,7 +290,7 @@ func threadCPU(tid int) int64 {
 	if tid == 0 {
 		return 0
 	}
-	c, _ := wq.ThreadCPUTime(tid)
+	c, _ := labsys.ThreadCPUTime(tid)
 	return int64(c)
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 	"github.com/gowq/wq/kthread"
 	"github.com/gowq/wq/lab/baseline"
 	"github.com/gowq/wq/lab/stats"
@@ -47,7 +48,7 @@ func (t *task) exec() {
 	start := stats.Now()
 	t.lat = start - t.tq - t.delay
 	if t.wantCPU {
-		t.cpu = wq.CurrentCPU()
+		t.cpu = labsys.CurrentCPU()
 	}
 	if t.body != nil {
 		t.body(t)

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 )
 
 // DetectMachine returns the facts about this machine and process that a
@@ -46,13 +47,13 @@ func DetectMachine() Machine {
 // and seed 004's hog), with the reason and the remedy when it may not.
 // It asks the kernel (capget, getrlimit) and changes nothing.
 func DetectPrivileges() Privileges {
-	p := Privileges{UID: os.Getuid(), EUID: os.Geteuid(), CapSysNice: wq.HasCapSysNice()}
-	if err := wq.CheckRT(wq.RTPriority()); err != nil {
+	p := Privileges{UID: os.Getuid(), EUID: os.Geteuid(), CapSysNice: labsys.HasCapSysNice()}
+	if err := labsys.CheckRT(wq.RTPriority()); err != nil {
 		p.SchedFIFONote = err.Error()
 	} else {
 		p.SchedFIFO = true
 	}
-	if err := wq.CheckNice(-20); err != nil {
+	if err := labsys.CheckNice(-20); err != nil {
 		p.Nice20Note = err.Error()
 	} else {
 		p.Nice20 = true

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 	"github.com/gowq/wq/lab/antagonist"
 	"github.com/gowq/wq/lab/plot"
 )
@@ -287,7 +287,7 @@ func TestCatalog(t *testing.T) {
 
 func TestDetectPrivileges(t *testing.T) {
 	p := DetectPrivileges()
-	if p.SchedFIFO != (wq.CheckRT(1) == nil) || p.Nice20 != (wq.CheckNice(-20) == nil) {
+	if p.SchedFIFO != (labsys.CheckRT(1) == nil) || p.Nice20 != (labsys.CheckNice(-20) == nil) {
 		t.Errorf("privileges %+v disagree with internal/sched", p)
 	}
 	if !p.SchedFIFO && !strings.Contains(p.SchedFIFONote, "CAP_SYS_NICE") {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 	"github.com/gowq/wq/lab/stats"
 )
 
@@ -101,7 +102,7 @@ func (w *throughputWork) slice(ctx context.Context, r *rowRun, d time.Duration, 
 	for i := 0; i < sparse && ctx.Err() == nil; i++ {
 		// nanosleep(2), not time.Sleep: a Go timer under 1 ms often
 		// fires a whole ms late on an idle process (netpoll's timeout).
-		wq.SleepThread(throughputGap)
+		labsys.SleepThread(throughputGap)
 		t.tq = stats.Now()
 		if !r.run.queue(t) {
 			rec.missed++

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 	"github.com/gowq/wq/lab/erofs"
 	"github.com/gowq/wq/lab/stats"
 	"github.com/gowq/wq/lab/threadattr"
@@ -361,13 +362,13 @@ const (
 // thread is locked and dies with its goroutine (close).
 func newDelayed(cpu int, nice20 bool) *delayedWork {
 	w := &delayedWork{cpu: cpu, reqs: make(chan func()), ready: make(chan string, 1)}
-	err := wq.GoThread(func() {
+	err := labsys.GoThread(func() {
 		note := fmt.Sprintf("pinned to cpu%d", cpu)
-		if err := wq.SetThreadAffinity([]int{cpu}); err != nil {
+		if err := labsys.SetThreadAffinity([]int{cpu}); err != nil {
 			note = fmt.Sprintf("not pinned (%v)", err)
 		}
 		if nice20 {
-			if err := wq.SetThreadAttr(wq.ThreadAttr{Policy: wq.ThreadNormal, Nice: -20}); err != nil {
+			if err := labsys.SetThreadAttr(labsys.ThreadAttr{Policy: labsys.ThreadNormal, Nice: -20}); err != nil {
 				note += fmt.Sprintf(" (nice -20 refused: %v)", err)
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 	"github.com/gowq/wq/lab/baseline"
 	"github.com/gowq/wq/lab/driver"
 	"github.com/gowq/wq/lab/stats"
@@ -63,7 +64,7 @@ type RoundTripRow struct {
 
 // RoundTripResult is a whole run.
 type RoundTripResult struct {
-	Schema     string         `json:"schema"` // driver.Schema(RoundTripName), set by WriteJSON
+	driver.Doc                // schema: driver.Schema(RoundTripName), set by WriteJSON
 	Samples    int            `json:"samples"`
 	GOMAXPROCS int            `json:"gomaxprocs"`
 	Rows       []RoundTripRow `json:"rows"`
@@ -220,7 +221,7 @@ func RunRoundTrip(ctx context.Context, o RoundTripOptions) (*RoundTripResult, er
 			return false
 		}
 		item := func() {
-			start = wq.MonotonicNow()
+			start = labsys.MonotonicNow()
 			sent = start
 			done <- struct{}{}
 		}
@@ -231,13 +232,13 @@ func RunRoundTrip(ctx context.Context, o RoundTripOptions) (*RoundTripResult, er
 		}
 		for range n {
 			time.Sleep(o.Gap)
-			t0 := wq.MonotonicNow()
+			t0 := labsys.MonotonicNow()
 			if err := r.submit(item); err != nil {
 				r.res.Skipped = err.Error()
 				return false
 			}
 			<-done
-			t2 := wq.MonotonicNow()
+			t2 := labsys.MonotonicNow()
 			r.qs.Add(start - t0)
 			r.wake.Add(t2 - sent)
 			r.trip.Add(t2 - t0)
@@ -273,8 +274,7 @@ func RunRoundTrip(ctx context.Context, o RoundTripOptions) (*RoundTripResult, er
 // trip's (schema driver.Schema(RoundTripName), RoundTripResult's JSON
 // tags, us). It returns w's error.
 func (r *RoundTripResult) WriteJSON(w io.Writer) error {
-	r.Schema = driver.Schema(RoundTripName)
-	return driver.WriteJSON(w, r)
+	return driver.WriteResult(w, RoundTripName, r)
 }
 
 // WriteTable prints the run as a box table (us) with each row's goal

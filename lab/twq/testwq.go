@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 	"github.com/gowq/wq/lab/driver"
 	"github.com/gowq/wq/lab/probe"
 )
@@ -26,7 +27,7 @@ const (
 const (
 	// WaiterPinned: each thread is an OS thread pinned to its CPU (the
 	// kernel's kthread_bind) and waits for its item's completion in
-	// futex_wait (wq.Parker), woken by the work function, as the
+	// futex_wait (labsys.Parker), woken by the work function, as the
 	// kernel's wait_for_completion.
 	WaiterPinned = "pinned"
 	// WaiterGoroutine: each "thread" is a plain goroutine, not locked or
@@ -82,9 +83,9 @@ type TWQRow struct {
 
 // TWQResult is a whole run.
 type TWQResult struct {
-	Schema string   `json:"schema"` // driver.Schema(TestWorkqueueName), set by WriteJSON
-	Online []int    `json:"online"`
-	Rows   []TWQRow `json:"rows"`
+	driver.Doc          // schema: driver.Schema(TestWorkqueueName), set by WriteJSON
+	Online     []int    `json:"online"`
+	Rows       []TWQRow `json:"rows"`
 }
 
 // TestWorkqueueName is the test_workqueue method's experiment name: the
@@ -297,9 +298,9 @@ func benchScope(q *wq.Workqueue, cpus []int, items int, waiter string) (time.Dur
 			ready.Done()
 			<-start
 			for k := range lat {
-				t0 := wq.MonotonicNow()
+				t0 := labsys.MonotonicNow()
 				queued := q.Queue(w)
-				lat[k] = wq.MonotonicNow() - t0
+				lat[k] = labsys.MonotonicNow() - t0
 				if !queued {
 					errs[i] = errors.New("twq: an idle item was not queued")
 					return
@@ -309,7 +310,7 @@ func benchScope(q *wq.Workqueue, cpus []int, items int, waiter string) (time.Dur
 		}
 		switch waiter {
 		case WaiterPinned, WaiterPinnedChan:
-			pk := &wq.Parker{}
+			pk := &labsys.Parker{}
 			ch := make(chan struct{}, 1)
 			w := wq.NewWork(func() { pk.Unpark() })
 			wait := pk.Park
@@ -319,8 +320,8 @@ func benchScope(q *wq.Workqueue, cpus []int, items int, waiter string) (time.Dur
 			}
 			// A locked thread pinned to its CPU, as kthread_bind; the
 			// goroutine exits locked, so the runtime discards the thread.
-			if err := wq.GoThread(func() {
-				if err := wq.SetThreadAffinity([]int{cpu}); err != nil {
+			if err := labsys.GoThread(func() {
+				if err := labsys.SetThreadAffinity([]int{cpu}); err != nil {
 					errs[i] = fmt.Errorf("twq: pin to cpu%d: %w", cpu, err)
 					ready.Done()
 					done.Done()
@@ -358,8 +359,7 @@ func benchScope(q *wq.Workqueue, cpus []int, items int, waiter string) (time.Dur
 // schema driver.Schema(TestWorkqueueName) and TWQResult's JSON tags (ns,
 // items/s). It returns w's error.
 func (r *TWQResult) WriteJSON(w io.Writer) error {
-	r.Schema = driver.Schema(TestWorkqueueName)
-	return driver.WriteJSON(w, r)
+	return driver.WriteResult(w, TestWorkqueueName, r)
 }
 
 // WriteTable is Write: the driver.Result form.

@@ -34,8 +34,8 @@ package wake
 //     delta can span the samples since the last reading (Evidence.LockSpan;
 //     wq.Pools allocates about 10 KB, and reading it per sample made GC
 //     cycles of its own);
-//   - the library's own stage timestamps of the item (wq.Stages, set by
-//     wq.SetStageRecorder for the run; gowq rows only): queue entry, pool
+//   - the library's own stage timestamps of the item (labsys.Stages, set by
+//     labsys.SetStageRecorder for the run; gowq rows only): queue entry, pool
 //     lock taken, futex_wake issued, worker back from futex_wait, worker
 //     holding a P, item start. The largest gap between two recorded
 //     stages (from the queue call's t0 to the work function's first
@@ -55,7 +55,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 	"github.com/gowq/wq/lab/stats"
 )
 
@@ -108,7 +108,7 @@ type Evidence struct {
 	LockSpan    int64 `json:"lock_span"`
 	GCOverlapNs int64 `json:"gc_overlap_ns"` // GC stop-the-world time inside [queue, start]
 	// StagesNs are the item's stage points (StagePoints) in ns after the
-	// queue call's t0, -1 for a stage not recorded (wq.Stages' 0); nil
+	// queue call's t0, -1 for a stage not recorded (labsys.Stages' 0); nil
 	// when the library recorded nothing (not a gowq row, or a record
 	// missed).
 	StagesNs []int64 `json:"stages_ns,omitempty"`
@@ -119,7 +119,7 @@ type Evidence struct {
 }
 
 // StagePoints names the points of Evidence.StagesNs: the queue call's t0,
-// the six wq.Stages, and the work function's first stamp.
+// the six labsys.Stages, and the work function's first stamp.
 var StagePoints = []string{"call", "queue", "locked", "wake", "woken", "haveP", "start", "fn"}
 
 // The indexes of StagePoints.
@@ -138,7 +138,7 @@ const (
 // CLOCK_MONOTONIC; off maps it onto stats.Now()) and the sample's t0
 // and start (stats.Now()). Points out of order (a record of another
 // instance) leave the stages unknown.
-func (e *Evidence) setStages(s *wq.Stages, off, t0, start int64) {
+func (e *Evidence) setStages(s *labsys.Stages, off, t0, start int64) {
 	raw := []int64{s.QueueNs, s.LockedNs, s.WakeNs, s.WokenNs, s.HavePNs, s.StartNs}
 	pts := make([]int64, len(StagePoints))
 	pts[ptCall], pts[ptFn] = 0, start-t0

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 	"github.com/gowq/wq/lab/stats"
 )
 
@@ -46,13 +47,13 @@ type explainer struct {
 // before the item's function runs, read by the queuer after it ran.
 type stageSlot struct {
 	w  *wq.Work
-	s  wq.Stages
+	s  labsys.Stages
 	ok bool
 }
 
-// recordStages is the run's wq.SetStageRecorder function: it keeps the
+// recordStages is the run's labsys.SetStageRecorder function: it keeps the
 // record of the watched item, and drops the others.
-func (x *explainer) recordStages(s *wq.Stages) {
+func (x *explainer) recordStages(s *labsys.Stages) {
 	if sl := x.slot.Load(); sl != nil && sl.w == s.Work {
 		sl.s, sl.ok = *s, true
 	}
@@ -117,7 +118,7 @@ func (x *explainer) sample(r *row, t0, t1, start int64, q0, q1, prevEnd, st thre
 
 // attachStages gives the candidate outlier that sample just recorded for
 // r the library's stages s (t0, start: as given to sample).
-func (x *explainer) attachStages(r *row, s *wq.Stages, t0, start int64) {
+func (x *explainer) attachStages(r *row, s *labsys.Stages, t0, start int64) {
 	re := x.rows[r]
 	if re == nil || len(re.counted) == 0 {
 		return

@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 	"github.com/gowq/wq/lab/stats"
 )
 
@@ -129,13 +130,13 @@ func lockWaits() int64 {
 	return n
 }
 
-// clockOffset returns CLOCK_MONOTONIC (wq.MonotonicNow, the stages'
+// clockOffset returns CLOCK_MONOTONIC (labsys.MonotonicNow, the stages'
 // clock) minus stats.Now(), from the closest of a few paired reads.
 func clockOffset() int64 {
 	var off, best int64 = 0, math.MaxInt64
 	for range 5 {
 		a := stats.Now()
-		m := wq.MonotonicNow()
+		m := labsys.MonotonicNow()
 		b := stats.Now()
 		if b-a < best {
 			best, off = b-a, m-(a+b)/2

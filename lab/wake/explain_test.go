@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 	"github.com/gowq/wq/lab/stats"
 )
 
@@ -85,7 +86,7 @@ func TestStatReader(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	a := r.read()
-	wq.SleepThread(2 * time.Millisecond)
+	labsys.SleepThread(2 * time.Millisecond)
 	b := r.read()
 	if !a.ok || !b.ok || a.tid != b.tid || a.tid != unix.Gettid() {
 		t.Fatalf("readings %+v %+v on tid %d", a, b, unix.Gettid())
@@ -205,14 +206,14 @@ func TestTraceSTW(t *testing.T) {
 
 // stagesAt builds a library record whose points lie at the given us
 // after t0 (0: not recorded), with off as the clock offset.
-func stagesAt(off, t0 int64, us ...int64) *wq.Stages {
+func stagesAt(off, t0 int64, us ...int64) *labsys.Stages {
 	v := make([]int64, 6)
 	for i, u := range us {
 		if u != 0 {
 			v[i] = off + t0 + u*1000
 		}
 	}
-	return &wq.Stages{QueueNs: v[0], LockedNs: v[1], WakeNs: v[2], WokenNs: v[3], HavePNs: v[4], StartNs: v[5]}
+	return &labsys.Stages{QueueNs: v[0], LockedNs: v[1], WakeNs: v[2], WokenNs: v[3], HavePNs: v[4], StartNs: v[5]}
 }
 
 // TestSetStages: the largest gap between recorded points names the stage;
@@ -222,7 +223,7 @@ func TestSetStages(t *testing.T) {
 	const off, t0 = 5_000_000, 1_000_000
 	cases := []struct {
 		name    string
-		s       *wq.Stages
+		s       *labsys.Stages
 		startUs int64
 		stage   string
 		gapUs   int64
@@ -252,7 +253,7 @@ func TestSetStages(t *testing.T) {
 // outside the library does.
 func TestAttributeStages(t *testing.T) {
 	const off, t0 = 0, 1_000_000
-	at := func(latUs int64, s *wq.Stages, f func(*Evidence)) Evidence {
+	at := func(latUs int64, s *labsys.Stages, f func(*Evidence)) Evidence {
 		e := ev(latUs)
 		e.setStages(s, off, t0, t0+latUs*1000)
 		if f != nil {
@@ -321,8 +322,8 @@ func TestExplainerStagesOutput(t *testing.T) {
 // after).
 func TestStageRecorderInRun(t *testing.T) {
 	x := newExplainer(time.Nanosecond) // every sample is a candidate
-	wq.SetStageRecorder(x.recordStages)
-	defer wq.SetStageRecorder(nil)
+	labsys.SetStageRecorder(x.recordStages)
+	defer labsys.SetStageRecorder(nil)
 	q, err := wq.Alloc("stages-run", wq.PerCPU, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 	"github.com/gowq/wq/lab/baseline"
 	"github.com/gowq/wq/lab/driver"
 	"github.com/gowq/wq/lab/probe"
@@ -111,7 +112,7 @@ type Options struct {
 	// GOGC, when not nil, sets the GC percent for the run
 	// (debug.SetGCPercent; < 0 turns the GC off) and restores it after.
 	GOGC *int
-	// Mlock locks the process's memory first (wq.Mlockall); it stays
+	// Mlock locks the process's memory first (labsys.Mlockall); it stays
 	// locked after the run.
 	Mlock bool
 	// GCLoad runs an in-process allocation load of this many MiB/s of
@@ -130,22 +131,22 @@ type Row struct {
 
 // Result is a whole run.
 type Result struct {
-	Schema   string    `json:"schema"` // driver.Schema(Name), set by WriteJSON
-	Load     Load      `json:"load"`
-	LoadName string    `json:"load_name,omitempty"` // what ran, e.g. "8 burners at 90% (qsort)"
-	LoadNote string    `json:"load_note,omitempty"` // a fallback the load took
-	LoadPct  []float64 `json:"load_pct_per_cpu"`
-	Queuer   Queuer    `json:"queuer"`
-	QueuerOn string    `json:"queuer_on"` // how the queueing thread ran, e.g. "SCHED_OTHER nice 0, pinned to cpu1"
-	GoLoad   int       `json:"go_load"`
-	WQLoad   int       `json:"wq_load,omitempty"`
-	WQItems  int64     `json:"wq_load_items,omitempty"` // items the WQLoad queue ran during the run
-	GCLoad   int       `json:"gc_load_mib_s,omitempty"`
-	GOGC     string    `json:"gogc,omitempty"` // set by Options.GOGC: a percent or "off"
-	Mlock    bool      `json:"mlock,omitempty"`
-	Samples  int       `json:"samples"` // samples asked per row
-	Rows     []Row     `json:"rows"`
-	Explain  *Explain  `json:"explain,omitempty"`
+	driver.Doc           // schema: driver.Schema(Name), set by WriteJSON
+	Load       Load      `json:"load"`
+	LoadName   string    `json:"load_name,omitempty"` // what ran, e.g. "8 burners at 90% (qsort)"
+	LoadNote   string    `json:"load_note,omitempty"` // a fallback the load took
+	LoadPct    []float64 `json:"load_pct_per_cpu"`
+	Queuer     Queuer    `json:"queuer"`
+	QueuerOn   string    `json:"queuer_on"` // how the queueing thread ran, e.g. "SCHED_OTHER nice 0, pinned to cpu1"
+	GoLoad     int       `json:"go_load"`
+	WQLoad     int       `json:"wq_load,omitempty"`
+	WQItems    int64     `json:"wq_load_items,omitempty"` // items the WQLoad queue ran during the run
+	GCLoad     int       `json:"gc_load_mib_s,omitempty"`
+	GOGC       string    `json:"gogc,omitempty"` // set by Options.GOGC: a percent or "off"
+	Mlock      bool      `json:"mlock,omitempty"`
+	Samples    int       `json:"samples"` // samples asked per row
+	Rows       []Row     `json:"rows"`
+	Explain    *Explain  `json:"explain,omitempty"`
 }
 
 // Row kinds.
@@ -273,7 +274,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res := &Result{Load: o.Load, Queuer: o.Queuer, GoLoad: o.GoLoad, WQLoad: o.WQLoad, GCLoad: o.GCLoad, Samples: o.Samples, Mlock: o.Mlock}
 	if o.Mlock {
-		if err := wq.Mlockall(); err != nil {
+		if err := labsys.Mlockall(); err != nil {
 			return nil, fmt.Errorf("wake: --mlock: %w", err)
 		}
 	}
@@ -315,8 +316,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Explain {
 		qr.ex = newExplainer(o.ExplainThreshold)
 		qr.ex.startTrace()
-		wq.SetStageRecorder(qr.ex.recordStages)
-		defer func() { wq.SetStageRecorder(nil); qr.ex.stopTrace(); qr.ex = nil }()
+		labsys.SetStageRecorder(qr.ex.recordStages)
+		defer func() { labsys.SetStageRecorder(nil); qr.ex.stopTrace(); qr.ex = nil }()
 	}
 
 	var rows []*row
@@ -332,7 +333,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			case err != nil:
 				r.res.Skipped = err.Error()
 			case c.probe == probe.FIFO:
-				if err := wq.CheckRT(1); err != nil {
+				if err := labsys.CheckRT(1); err != nil {
 					r.res.Skipped = err.Error()
 				}
 			case o.Queuer == QueuerFIFO:
@@ -416,11 +417,11 @@ func startQueuer(cpu int, kind Queuer) (*queuer, error) {
 	q := &queuer{cpu: cpu, fifo: kind == QueuerFIFO, prio: wq.RTPriority()}
 	t, err := driver.StartThread(func() error {
 		desc := fmt.Sprintf("pinned to cpu%d", cpu)
-		if err := wq.SetThreadAffinity([]int{cpu}); err != nil {
+		if err := labsys.SetThreadAffinity([]int{cpu}); err != nil {
 			desc = fmt.Sprintf("not pinned (%v)", err)
 		}
 		if q.fifo {
-			if err := wq.SetThreadAttr(wq.ThreadAttr{Policy: wq.ThreadFIFO, Priority: q.prio}); err != nil {
+			if err := labsys.SetThreadAttr(labsys.ThreadAttr{Policy: labsys.ThreadFIFO, Priority: q.prio}); err != nil {
 				return fmt.Errorf("wake: --queuer fifo: %w", err)
 			}
 			q.desc = fmt.Sprintf("SCHED_FIFO %d, %s", q.prio, desc)
@@ -489,7 +490,7 @@ func (q *queuer) runProbe(r *row, n int, gap time.Duration) error {
 		if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
 			return fmt.Errorf("sched_setattr FIFO for the probe's waker: %w", err)
 		}
-		defer wq.SetThreadAttr(wq.ThreadAttr{Policy: wq.ThreadFIFO, Priority: q.prio})
+		defer labsys.SetThreadAttr(labsys.ThreadAttr{Policy: labsys.ThreadFIFO, Priority: q.prio})
 	}
 	lat, err := probe.Run(probe.Options{N: n, Policy: r.c.probe, Priority: 1, WaiterCPU: q.cpu, WakerCPU: q.cpu, Gap: gap})
 	if err != nil {
@@ -539,7 +540,7 @@ func (q *queuer) loop(r *row, n int, gap time.Duration, setup func(fn func()) (q
 		return
 	}
 	var start, fin atomic.Int64
-	var pk wq.Parker
+	var pk labsys.Parker
 	fn := func() {
 		start.Store(stats.Now())
 		if q.fifo {
@@ -552,7 +553,7 @@ func (q *queuer) loop(r *row, n int, gap time.Duration, setup func(fn func()) (q
 		if gap > 0 {
 			// nanosleep(2), as the probe's waker: a Go timer under 1 ms
 			// often fires a whole ms late on an idle process.
-			wq.SleepThread(gap)
+			labsys.SleepThread(gap)
 		}
 		start.Store(0)
 		fin.Store(0)
@@ -566,7 +567,7 @@ func (q *queuer) loop(r *row, n int, gap time.Duration, setup func(fn func()) (q
 	}
 }
 
-func (q *queuer) wait(pk *wq.Parker) {
+func (q *queuer) wait(pk *labsys.Parker) {
 	if q.fifo {
 		pk.Park()
 	} else {
@@ -577,7 +578,7 @@ func (q *queuer) wait(pk *wq.Parker) {
 func (q *queuer) waitDone(fin *atomic.Int64, idle func() bool) {
 	for fin.Load() == 0 || (idle != nil && !idle()) {
 		if q.fifo {
-			wq.SleepThread(10 * time.Microsecond)
+			labsys.SleepThread(10 * time.Microsecond)
 		} else {
 			runtime.Gosched()
 		}
@@ -591,7 +592,7 @@ func (q *queuer) waitDone(fin *atomic.Int64, idle func() bool) {
 func (q *queuer) loopExplain(r *row, n int, gap time.Duration, setup func(fn func()) (queue func(), idle func() bool)) {
 	x := q.ex
 	var start, fin atomic.Int64
-	var pk wq.Parker
+	var pk labsys.Parker
 	var st, end threadStat // written by fn before fin, read after
 	fn := func() {
 		start.Store(stats.Now())
@@ -618,7 +619,7 @@ func (q *queuer) loopExplain(r *row, n int, gap time.Duration, setup func(fn fun
 	}
 	for i := 0; i < n; i++ {
 		if gap > 0 {
-			wq.SleepThread(gap)
+			labsys.SleepThread(gap)
 		}
 		if pools && (i == 0 || pend) {
 			lw, span = lockWaits(), 0
@@ -651,7 +652,7 @@ func (q *queuer) loopExplain(r *row, n int, gap time.Duration, setup func(fn fun
 	}
 	if pools && pend {
 		if gap > 0 {
-			wq.SleepThread(gap)
+			labsys.SleepThread(gap)
 		}
 		x.lockReading(r, lockWaits())
 	}
@@ -668,21 +669,16 @@ func (r *Result) probeFor(row *Row) *Row {
 	return r.get(name)
 }
 
-func (r *Result) get(name string) *Row {
-	for i := range r.Rows {
-		if r.Rows[i].Config == name && r.Rows[i].Skipped == "" && r.Rows[i].Summary.Count > 0 {
-			return &r.Rows[i]
-		}
-	}
-	return nil
-}
+// get returns the measured row named name (driver.Measured), nil if none.
+func (r *Result) get(name string) *Row { return driver.Measured(r.Rows, name, rowKey) }
+
+func rowKey(r *Row) (string, string, int64) { return r.Config, r.Skipped, r.Summary.Count }
 
 // WriteJSON writes r as one indented JSON document whose "schema" is
 // driver.Schema(Name) (wake's fields: Result's JSON tags, latencies
 // in us). It returns w's error.
 func (r *Result) WriteJSON(w io.Writer) error {
-	r.Schema = driver.Schema(Name)
-	return driver.WriteJSON(w, r)
+	return driver.WriteResult(w, Name, r)
 }
 
 // WriteTable prints the result as a box table (driver.WriteBox): per row

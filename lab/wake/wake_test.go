@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 	"github.com/gowq/wq/lab/antagonist"
 	"github.com/gowq/wq/lab/probe"
 	"github.com/gowq/wq/lab/stats"
@@ -86,7 +86,7 @@ func TestRunFIFOQueuerGoLoad(t *testing.T) {
 	o := Options{Load: LoadNone, Samples: 30, Slice: 10, Queuer: QueuerFIFO, GoLoad: 2,
 		Configs: []string{"raw probe SCHED_FIFO", "raw probe SCHED_OTHER", "gowq RT per-CPU", "gowq normal unbound", "channel pool"}}
 	res, err := Run(context.Background(), o)
-	if rtErr := wq.CheckRT(1); rtErr != nil {
+	if rtErr := labsys.CheckRT(1); rtErr != nil {
 		if err == nil {
 			t.Fatal("FIFO queuer accepted without the privilege")
 		}

@@ -1,4 +1,4 @@
-package wq
+package labsys
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gowq/wq"
 	"github.com/gowq/wq/internal/sched"
 )
 
@@ -17,8 +18,8 @@ import (
 func TestThreadToolsPermissionError(t *testing.T) {
 	inner := fmt.Errorf("sched_setattr(0): %w", sched.ErrPermission)
 	err := permitted(inner)
-	if !errors.Is(err, ErrPermission) || !errors.Is(err, sched.ErrPermission) || err.Error() != inner.Error() {
-		t.Errorf("permitted(%v) = %v: want ErrPermission too, same text", inner, err)
+	if !errors.Is(err, wq.ErrPermission) || !errors.Is(err, sched.ErrPermission) || err.Error() != inner.Error() {
+		t.Errorf("permitted(%v) = %v: want wq.ErrPermission too, same text", inner, err)
 	}
 	other := errors.New("sched_setaffinity(0): invalid argument")
 	if permitted(other) != other || permitted(nil) != nil {
