@@ -62,6 +62,7 @@ func defaultQueueLimitChild(off bool) {
 		childFail("Alloc: %v", err)
 	}
 	if !q.GoroutineBacked() {
+		q.Destroy()
 		fmt.Println("LIMIT-CHILD-SKIP: the default queue is not goroutine-backed (GOWQ_THREADS, or a niced process)")
 		return
 	}

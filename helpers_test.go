@@ -314,6 +314,18 @@ func (s *syncBuf) String() string {
 // that runs for 90 s in all is killed (its own waits give up after 20 s
 // each and print the queues' state), so that a hang fails the test well
 // within go test's default -timeout and the cgroup is still removed.
+// childSkipLine returns the child's LIMIT-CHILD-SKIP line: a child that
+// found nothing to test in its environment says why and exits before
+// READY.
+func childSkipLine(out string) (string, bool) {
+	for line := range strings.Lines(out) {
+		if strings.HasPrefix(line, "LIMIT-CHILD-SKIP") {
+			return strings.TrimSpace(line), true
+		}
+	}
+	return "", false
+}
+
 func runLimited(t *testing.T, cmd *exec.Cmd, limit func(pid int) error) string {
 	t.Helper()
 	var out syncBuf
@@ -331,6 +343,9 @@ func runLimited(t *testing.T, cmd *exec.Cmd, limit func(pid int) error) string {
 	for !strings.Contains(out.String(), "READY\n") {
 		select {
 		case err := <-exited:
+			if line, ok := childSkipLine(out.String()); ok {
+				t.Skip(line)
+			}
 			t.Fatalf("child exited before READY: %v\n%s", err, out.String())
 		case <-deadline:
 			_ = cmd.Process.Kill()
