@@ -458,12 +458,23 @@ func (wk *worker) goSlot(p *pool) bool {
 func (wk *worker) goWait(p *pool) bool {
 	a := &goAdm
 	a.waits.Add(1)
-	w := &goWaiter{ch: make(chan struct{}, 1), since: nanotime()}
+	// wk's own waiter: out of the line between waits, so nobody else
+	// touches it here. A nudge left in its channel by an earlier wait
+	// would only cost one more look; it is drained all the same.
+	w := &wk.slotW
+	if w.ch == nil {
+		w.ch = make(chan struct{}, 1)
+	}
+	select {
+	case <-w.ch:
+	default:
+	}
+	w.granted, w.since, w.maydayAt = false, nanotime(), 0
 	a.mu.Lock()
 	a.waiters = append(a.waiters, w)
 	a.nWait.Add(1)
 	a.grantLocked() // a slot given back before we were in line
-	var t *time.Timer
+	t := wk.slotT
 	defer func() {
 		if t != nil {
 			t.Stop()
@@ -476,6 +487,7 @@ func (wk *worker) goWait(p *pool) bool {
 		if head {
 			if t == nil {
 				t = time.NewTimer(goCheckEvery)
+				wk.slotT = t
 			} else {
 				t.Reset(goCheckEvery)
 			}

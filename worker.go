@@ -119,6 +119,10 @@ type worker struct {
 	slot        bool
 	slotCounted bool
 	slotAt      int64
+	// W: its place in the slots' line and the head's poll timer, kept
+	// from one wait to the next so that a wait allocates nothing (goWait).
+	slotW goWaiter
+	slotT *time.Timer
 
 	// Stage stamps (stages.go), only while a recorder is set.
 	stWake  atomic.Int64   // A: written by the thread that unparks the worker
