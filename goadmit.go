@@ -127,6 +127,9 @@ type goAdmission struct {
 	ranAt atomic.Int64
 	// A: ns of the last thread reading, for goThreadsStale.
 	thrReadAtA atomic.Int64
+	// A: a reading of the thread limits runs off the items' path
+	// (goSlotStale).
+	thrReading atomic.Bool
 	// off disables the bounds (tests: the rule switched off).
 	off atomic.Bool
 }
@@ -410,12 +413,31 @@ func goThreadsStale() { goThreadsStaleAt(nanotime()) }
 
 // goSlotStale is goThreadsStale for a goroutine worker that starts its
 // first item after a wake-up, with processOne's clock read (now): a burst
-// served by idle workers, which starts none, reads the limits too. A load
-// otherwise. Called with the pool lock held.
+// served by idle workers, which starts none, reads the limits too. The
+// reading (tens of us of file reads) runs on a goroutine of its own, so
+// that no item waits for it; the bound in force meanwhile is the last
+// reading's. A load otherwise. Called with the pool lock held.
 func (wk *worker) goSlotStale(now int64) {
-	if wk.slot && now-goAdm.thrReadAtA.Load() >= int64(goThreadsReadEvery) {
-		goThreadsStaleAt(now)
+	a := &goAdm
+	if !wk.slot || now-a.thrReadAtA.Load() < int64(goThreadsReadEvery) {
+		return
 	}
+	if !a.thrReading.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer a.thrReading.Store(false)
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		now := nanotime()
+		if now-a.thrReadAt < int64(goThreadsReadEvery) {
+			return
+		}
+		metrics.Read(a.samples)
+		a.readThreadsLocked(now, false)
+		a.setLimitLocked(now)
+		a.grantLocked()
+	}()
 }
 
 func goThreadsStaleAt(now int64) {
