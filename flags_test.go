@@ -11,6 +11,7 @@ import (
 
 	"github.com/gowq/wq"
 	"github.com/gowq/wq/internal/sched"
+	"github.com/gowq/wq/internal/testutil"
 )
 
 // TestAllocRefusesPrivateAndUnknownFlags catches Alloc and AllocOrdered
@@ -110,7 +111,7 @@ func TestNicedUnprivilegedClassReported(t *testing.T) {
 }
 
 func nicedChild(t *testing.T) {
-	var logs syncBuf
+	var logs testutil.SyncBuffer
 	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	notices := func() int { return strings.Count(logs.String(), "workers keep the inherited nice") }
 	errs := captureErrors(t)

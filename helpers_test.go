@@ -2,7 +2,6 @@ package wq_test
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -291,24 +290,6 @@ func newKeyGate() *keyGate {
 	return g
 }
 
-// syncBuf is a bytes.Buffer safe for the child's output copiers.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // runLimited starts cmd, waits for READY, calls limit with the child's
 // pid, sends GO and returns the child's output once it exits. A child
 // that runs for 90 s in all is killed (its own waits give up after 20 s
@@ -328,7 +309,7 @@ func childSkipLine(out string) (string, bool) {
 
 func runLimited(t *testing.T, cmd *exec.Cmd, limit func(pid int) error) string {
 	t.Helper()
-	var out syncBuf
+	var out testutil.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -7,10 +7,11 @@ import (
 	"time"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/testutil"
 )
 
-func newBufLogger() (*slog.Logger, *syncBuf) {
-	b := &syncBuf{}
+func newBufLogger() (*slog.Logger, *testutil.SyncBuffer) {
+	b := &testutil.SyncBuffer{}
 	return slog.New(slog.NewTextHandler(b, nil)), b
 }
 

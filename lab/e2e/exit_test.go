@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -10,31 +9,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gowq/wq/internal/testutil"
 	"github.com/gowq/wq/lab/driver"
 )
-
-// syncBuf is a bytes.Buffer safe for Run's log and the test to share.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestCancelledRunBlamesNoRow: a run whose context ends while it
 // prepares (Ctrl-C right after the start) mounts no further row and
@@ -47,7 +28,7 @@ func TestCancelledRunBlamesNoRow(t *testing.T) {
 	base := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	var log syncBuf
+	var log testutil.SyncBuffer
 	_, err := Run(ctx, Options{Pass: 100 * time.Millisecond, Rounds: 1, Loads: []driver.LoadKind{driver.LoadNone},
 		CorpusBytes: 64 << 10, Source: src, Base: base, Configs: ExecIDs, Log: &log})
 	if err == nil {
@@ -73,7 +54,7 @@ func TestCancelReportsHeldLoop(t *testing.T) {
 	base := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var log syncBuf
+	var log testutil.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
 		_, err := Run(ctx, Options{Pass: 10 * time.Second, Rounds: 1, Loads: []driver.LoadKind{driver.LoadNone},
