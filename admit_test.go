@@ -233,22 +233,32 @@ func admissionRow(t *testing.T, state string, inside bool) {
 	}
 }
 
+// drainBehindGate queues a gate item on q, starts q.Drain on its own
+// goroutine and returns once q is draining: openGate lets the gate (and so
+// the Drain) finish, drained is closed when Drain returns. The gate is
+// opened at cleanup too, before q's Destroy, also after a failure.
+func drainBehindGate(t *testing.T, q *wq.Workqueue) (openGate func(), drained chan struct{}) {
+	t.Helper()
+	g := newKeyGate()
+	openGate = sync.OnceFunc(func() { close(g.open) })
+	t.Cleanup(openGate)
+	if !q.Queue(g.w) {
+		t.Fatal("Queue(gate) = false")
+	}
+	waitChan(t, "gate", g.started)
+	drained = make(chan struct{})
+	go func() { q.Drain(); close(drained) }()
+	waitFor(t, "Drain to begin", func() bool { return q.Life() == "draining" })
+	return openGate, drained
+}
+
 // TestQueueDelayedDuringDrainRefused: during Drain, QueueDelayed with a
 // delay from outside returns false, reports ErrDraining and the item never
 // runs, as Drain's doc says; QueueErr of the same moment agrees.
 func TestQueueDelayedDuringDrainRefused(t *testing.T) {
 	errs := captureErrors(t)
 	q := mustAlloc(t, "adm-delayed-drain", wq.Unbound, 0)
-	g := newKeyGate()
-	openGate := sync.OnceFunc(func() { close(g.open) })
-	t.Cleanup(openGate) // before q's Destroy, also after a failure
-	if !q.Queue(g.w) {
-		t.Fatal("Queue(gate) = false")
-	}
-	waitChan(t, "gate", g.started)
-	drained := make(chan struct{})
-	go func() { q.Drain(); close(drained) }()
-	waitFor(t, "Drain to begin", func() bool { return q.Life() == "draining" })
+	openGate, drained := drainBehindGate(t, q)
 	var ran atomic.Int32
 	dw := wq.NewDelayedWork(func() { ran.Add(1) })
 	if q.QueueDelayed(dw, time.Millisecond) {
@@ -277,16 +287,7 @@ func TestModDelayedFromAnotherQueueRefusedWhileDraining(t *testing.T) {
 	errs := captureErrors(t)
 	p := mustAlloc(t, "adm-mod-p", wq.Unbound, 0)
 	q := mustAlloc(t, "adm-mod-q", wq.Unbound, 0)
-	g := newKeyGate()
-	openGate := sync.OnceFunc(func() { close(g.open) })
-	t.Cleanup(openGate) // before q's Destroy, also after a failure
-	if !q.Queue(g.w) {
-		t.Fatal("Queue(gate) = false")
-	}
-	waitChan(t, "gate", g.started)
-	drained := make(chan struct{})
-	go func() { q.Drain(); close(drained) }()
-	waitFor(t, "Drain to begin", func() bool { return q.Life() == "draining" })
+	openGate, drained := drainBehindGate(t, q)
 	ranOn := make(chan string, 2)
 	var dw *wq.DelayedWork
 	dw = wq.NewDelayedWork(func() { ranOn <- "ran" })
