@@ -61,7 +61,7 @@ type backpressure struct {
 	ch      chan struct{} // guarded by mu
 }
 
-// MaxPending bounds the items that may wait on the queue beyond
+// WithMaxPending bounds the items that may wait on the queue beyond
 // max_active to n: a queue of max_active m then holds at most m+n items at
 // once, counted from the queue call that admits an item until its
 // function returns (before Flush, Future.Wait or Group.Wait can return
