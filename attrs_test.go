@@ -634,3 +634,51 @@ func FuzzSetAttr(f *testing.F) {
 		}
 	})
 }
+
+// TestPolicySwitch: switching a running queue's policy sends new items to a
+// pool of the new class while the running item finishes on its old worker.
+func TestPolicySwitch(t *testing.T) {
+	requireRoot(t)
+	q := mustAlloc(t, "switch", wq.PerCPU, 0)
+	release := make(chan struct{})
+	var oldTID atomic.Int32
+	var oldPolicyAtEnd atomic.Int32
+	running := wq.NewWork(func() {
+		oldTID.Store(int32(wq.Gettid()))
+		<-release
+		a, _ := sched.GetAttr(0)
+		oldPolicyAtEnd.Store(int32(a.Policy))
+	})
+	q.QueueOn(0, running)
+	waitFor(t, "the item to start", func() bool { return oldTID.Load() != 0 })
+	if err := q.SetPolicy(wq.PolicyFIFO); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := q.Attr("policy"); got != "fifo" {
+		t.Errorf("policy attr %q after SetPolicy(fifo)", got)
+	}
+	tid := workerTID(t, q, 0)
+	if a, _ := sched.GetAttr(tid); a.Policy != sched.PolicyFIFO {
+		t.Errorf("new item ran on worker %d with policy %v, want SCHED_FIFO", tid, a.Policy)
+	}
+	close(release)
+	running.Flush()
+	if sched.Policy(oldPolicyAtEnd.Load()) != sched.PolicyNormal {
+		t.Errorf("the item running at the switch ended on policy %v, want its old SCHED_OTHER worker", sched.Policy(oldPolicyAtEnd.Load()))
+	}
+	if err := q.SetAttr("policy", "bogus"); !errors.Is(err, wq.ErrInvalidArgument) {
+		t.Errorf("SetAttr(policy, bogus) = %v", err)
+	}
+	if got, _ := q.Attr("policy"); got != "fifo" {
+		t.Errorf("a rejected write changed policy to %q", got)
+	}
+	// The process-wide HighPri switch.
+	if err := wq.SetHighPriPolicy(wq.PolicyFIFO); err != nil {
+		t.Fatal(err)
+	}
+	defer wq.SetHighPriPolicy(wq.PolicyHighPri)
+	hq := mustAlloc(t, "switch-hp", wq.PerCPU|wq.HighPri, 0)
+	if a, _ := sched.GetAttr(workerTID(t, hq, 0)); a.Policy != sched.PolicyFIFO {
+		t.Errorf("HighPri queue with the FIFO switch: worker policy %v", a.Policy)
+	}
+}

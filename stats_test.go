@@ -3,8 +3,6 @@ package wq_test
 import (
 	"bytes"
 	"errors"
-	"io"
-	"log/slog"
 	"os"
 	"regexp"
 	"runtime"
@@ -18,35 +16,7 @@ import (
 	"github.com/gowq/wq"
 	"github.com/gowq/wq/internal/labsys"
 	"github.com/gowq/wq/wqtrace"
-	"golang.org/x/sys/unix"
 )
-
-// Observability: the wq_monitor.py counters against known workloads, the
-// lockup watchdog, runtime attributes, and the ftrace text of the tracer
-// read back by the parser used for the kernel's captures.
-
-// obsSpinCPU burns d of the calling thread's CPU time (not wall time: on a
-// loaded machine a wall-clock spinner may get less CPU than it spun).
-func obsSpinCPU(t testing.TB, d time.Duration) {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
-		t.Errorf("clock_gettime(CLOCK_THREAD_CPUTIME_ID): %v", err)
-		return
-	}
-	end := ts.Nano() + d.Nanoseconds()
-	for ts.Nano() < end {
-		_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
-	}
-}
-
-// obsCPUIntensiveThresh sets the CPU-intensive threshold for the test.
-func obsCPUIntensiveThresh(t *testing.T, d time.Duration) {
-	old := wq.CPUIntensiveThresh()
-	if err := wq.SetCPUIntensiveThresh(d); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = wq.SetCPUIntensiveThresh(old) })
-}
 
 // TestObsCountersKnownWorkload: N items give total N, infl 0 after Flush,
 // and N observations in both histograms, on per-CPU and unbound queues.
@@ -154,85 +124,6 @@ func TestObsCPUIntensiveAndCPUTime(t *testing.T) {
 	}
 	if st.Exec.MaxNs < int64(10*time.Millisecond) {
 		t.Errorf("execution time max %d ns, want >= 10 ms", st.Exec.MaxNs)
-	}
-}
-
-// TestObsWatchdogLockup: a pool with pending work and no progress for the
-// watchdog threshold is reported in the kernel's words.
-//
-// The stuck pool is made as in the kernel's mayday case: every worker of
-// the CPU 0 pool sleeps in an item and no new worker can be created, so the
-// next item stays on the pool's worklist. (With max_active 1 instead, the
-// waiting item would sit on the pwq's inactive list, not on the pool's
-// worklist, and the kernel's watchdog, like gowq's, would not report it.)
-func TestObsWatchdogLockup(t *testing.T) {
-	oldThresh := wq.WatchdogThresh()
-	if err := wq.SetWatchdogThresh(200 * time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = wq.SetWatchdogThresh(oldThresh) })
-	// The watchdog also logs with slog at error level; keep the test
-	// output clean.
-	oldLog := slog.Default()
-	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	t.Cleanup(func() { slog.SetDefault(oldLog) })
-
-	var mu sync.Mutex
-	var reports []wq.LockupReport
-	wq.SetLockupHook(func(r wq.LockupReport) {
-		mu.Lock()
-		reports = append(reports, r)
-		mu.Unlock()
-	})
-	t.Cleanup(func() { wq.SetLockupHook(nil) })
-
-	q := mustAlloc(t, "obs_lockup", wq.PerCPU, 0)
-	q.QueueOn(0, wq.NewWork(func() {})) // start the pool's workers
-	q.Flush()
-	wq.SetCreateWorkerHook(func() error { return errors.New("injected: no memory") })
-	t.Cleanup(func() { wq.SetCreateWorkerHook(nil) })
-	all, _ := q.NumWorkers(0)
-	release := make(chan struct{})
-	released := false
-	t.Cleanup(func() {
-		if !released {
-			close(release)
-		}
-	})
-	for range all {
-		q.QueueOn(0, wq.NewWork(func() { <-release }))
-	}
-	var stuckRan atomic.Bool
-	q.QueueOn(0, wq.NewWork(func() { stuckRan.Store(true) }))
-
-	re := regexp.MustCompile(`^BUG: workqueue lockup - pool cpus=0 node=0 flags=0x0 nice=0 stuck for \d+s!$`)
-	var got wq.LockupReport
-	waitFor(t, "a lockup report for the CPU 0 pool", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, r := range reports {
-			if re.MatchString(r.Message) {
-				got = r
-				return true
-			}
-		}
-		return false
-	})
-	if got.Pending < 1 || got.Stuck < 200*time.Millisecond || got.Pool != "cpus=0 node=0 flags=0x0 nice=0" {
-		t.Errorf("report %+v: want pending >= 1, stuck >= 200ms, pool cpus=0", got)
-	}
-	if !regexp.MustCompile(`kworker/0:\d+ \(tid \d+\): .*TestObsWatchdogLockup`).MatchString(got.Workers) {
-		t.Errorf("report's busy workers %q do not name the blocked item", got.Workers)
-	}
-	if stuckRan.Load() {
-		t.Error("the stuck item ran before the report")
-	}
-	wq.SetCreateWorkerHook(nil)
-	close(release)
-	released = true
-	q.Flush()
-	if !stuckRan.Load() {
-		t.Error("the stuck item never ran after the workers were released")
 	}
 }
 
