@@ -278,3 +278,73 @@ func rtUnprivChild(t *testing.T, limit string) {
 		t.Errorf("refused SetRTPriority changed it to %d", wq.RTPriority())
 	}
 }
+
+// TestAllocRefusesPrivateAndUnknownFlags catches Alloc and AllocOrdered
+// accepting a bit that is not an exported flag (the private ordered bit
+// built a per-CPU queue that called itself ordered and kept no order).
+func TestAllocRefusesPrivateAndUnknownFlags(t *testing.T) {
+	bad := []wq.Flags{
+		wq.Flags(1 << 9),            // the private ordered bit
+		wq.Flags(1<<9) | wq.Unbound, // with a valid flag
+		wq.Flags(1 << 10),           // the first unused bit
+		wq.Flags(1 << 31),           // the top bit
+		wq.Flags(1<<9) | wq.PerCPU | wq.Sysfs,
+	}
+	for _, f := range bad {
+		if q, err := wq.Alloc("flags-bad", f, 8); !errors.Is(err, wq.ErrInvalidFlags) {
+			if q != nil {
+				q.Destroy()
+			}
+			t.Errorf("Alloc(%v) = %v, want ErrInvalidFlags", f, err)
+		}
+		if q, err := wq.AllocOrdered("flags-bad-ord", f&^wq.PerCPU); !errors.Is(err, wq.ErrInvalidFlags) {
+			if q != nil {
+				q.Destroy()
+			}
+			t.Errorf("AllocOrdered(%v) = %v, want ErrInvalidFlags", f&^wq.PerCPU, err)
+		}
+	}
+	// Every exported flag alone is still accepted (RT may need privileges).
+	for _, f := range []wq.Flags{0, wq.PerCPU, wq.Unbound, wq.CPUIntensive, wq.Freezable, wq.MemReclaim, wq.PowerEfficient, wq.Sysfs} {
+		q, err := wq.Alloc("flags-good", f, 8)
+		if err != nil {
+			t.Errorf("Alloc(%v) = %v, want nil", f, err)
+			continue
+		}
+		q.Destroy()
+	}
+	q, err := wq.AllocOrdered("flags-good-ord", wq.Sysfs)
+	if err != nil {
+		t.Fatalf("AllocOrdered(Sysfs) = %v", err)
+	}
+	if q.Type() != wq.TypeOrdered {
+		t.Errorf("AllocOrdered type %v", q.Type())
+	}
+	q.Destroy()
+}
+
+func TestFlagsValidation(t *testing.T) {
+	for _, f := range []wq.Flags{wq.PerCPU | wq.Unbound, wq.HighPri | wq.RT, 1 << 20} {
+		if _, err := wq.Alloc("bad", f, 0); !errors.Is(err, wq.ErrInvalidFlags) {
+			t.Errorf("Alloc(%v) err = %v, want ErrInvalidFlags", f, err)
+		}
+	}
+	if _, err := wq.AllocOrdered("bad", wq.PerCPU); !errors.Is(err, wq.ErrInvalidFlags) {
+		t.Errorf("AllocOrdered(PerCPU) err = %v, want ErrInvalidFlags", err)
+	}
+}
+
+// TestAllocRefusesEmptyName: a queue needs a name (the error handler,
+// metrics and the sysfs-like attributes are keyed by it).
+func TestAllocRefusesEmptyName(t *testing.T) {
+	before := len(wq.Queues(false))
+	if q, err := wq.Alloc("", wq.Unbound, 0); !errors.Is(err, wq.ErrInvalidArgument) || q != nil {
+		t.Errorf(`Alloc("") = %v, %v; want nil, ErrInvalidArgument`, q != nil, err)
+	}
+	if q, err := wq.AllocOrdered("", 0); !errors.Is(err, wq.ErrInvalidArgument) || q != nil {
+		t.Errorf(`AllocOrdered("") = %v, %v; want nil, ErrInvalidArgument`, q != nil, err)
+	}
+	if after := len(wq.Queues(false)); after != before {
+		t.Errorf("refused Allocs left %d queues, want %d", after, before)
+	}
+}

@@ -765,3 +765,27 @@ func TestGroupPanicCountedAfterThreadMove(t *testing.T) {
 		return
 	}
 }
+
+// BenchmarkGroupGo measures Group.Go (no limit) and its allocations.
+func BenchmarkGroupGo(b *testing.B) {
+	q, err := wq.Alloc("bench-group", wq.Unbound, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer q.Destroy()
+	g, _ := q.NewGroup(context.Background())
+	fn := func(context.Context) error { return nil }
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if i%goBenchChunk == 0 && i > 0 {
+			b.StopTimer()
+			_ = g.Wait()
+			g, _ = q.NewGroup(context.Background())
+			b.StartTimer()
+		}
+		g.Go(fn)
+	}
+	b.StopTimer()
+	_ = g.Wait()
+}

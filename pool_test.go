@@ -179,3 +179,47 @@ func TestRTMovedAfterAlloc(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestIdleReap(t *testing.T) {
+	if err := wq.SetIdleTimeout(20 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	defer wq.SetIdleTimeout(300 * time.Second)
+	q := mustAlloc(t, "reap", wq.Unbound, 0)
+	release := make(chan struct{})
+	for i := 0; i < 8; i++ {
+		q.Queue(wq.NewWork(func() { <-release }))
+	}
+	waitFor(t, "8 workers", func() bool { a, i := q.NumWorkers(0); return a-i >= 8 })
+	close(release)
+	q.Flush()
+	waitFor(t, "idle workers to be reaped down to 2", func() bool { a, _ := q.NumWorkers(0); return a == 2 })
+}
+
+func TestUnboundPoolsShared(t *testing.T) {
+	a := mustAlloc(t, "share-a", wq.Unbound, 0)
+	b := mustAlloc(t, "share-b", wq.Unbound, 0)
+	if !slices.Equal(a.PoolIDs(), b.PoolIDs()) {
+		t.Errorf("queues with equal attributes use pools %v and %v, want the same", a.PoolIDs(), b.PoolIDs())
+	}
+	nice := reachableNice(t, 5) // 5, or 19 in a niced unprivileged process
+	if nice == 0 {
+		nice = 19
+	}
+	if err := b.SetNice(nice); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Equal(a.PoolIDs(), b.PoolIDs()) {
+		t.Errorf("queues with different nice share pools %v", a.PoolIDs())
+	}
+	if got, _ := b.Attr("nice"); got != strconv.Itoa(nice) {
+		t.Errorf("nice attr %q, want %d", got, nice)
+	}
+	var tid atomic.Int32
+	w := wq.NewWork(func() { tid.Store(int32(wq.Gettid())) })
+	b.Queue(w)
+	w.Flush()
+	if a, _ := sched.GetAttr(int(tid.Load())); a.Nice != nice {
+		t.Errorf("worker of the nice %d queue runs at nice %d", nice, a.Nice)
+	}
+}
