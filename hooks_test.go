@@ -562,3 +562,87 @@ func TestPanicInfoWork(t *testing.T) {
 func obsTraced() {}
 
 func workAddr(w *wq.Work) uintptr { return uintptr(unsafe.Pointer(w)) }
+
+func TestCallbackGoexitAndPanic(t *testing.T) {
+	for _, kind := range []wqtrace.Kind{wqtrace.ExecuteStart, wqtrace.ExecuteEnd, wqtrace.QueueWork, wqtrace.ActivateWork} {
+		for _, mode := range []string{"goexit", "panic"} {
+			t.Run(kind.String()+"/"+mode, func(t *testing.T) {
+				captureErrors(t)
+				q := mustAlloc(t, "cbtrace", wq.PerCPU, 0)
+				tr := &goexitTracer{kind: kind, fn: "TestCallbackGoexitAndPanic", mode: mode}
+				wq.SetTracer(tr)
+				defer wq.SetTracer(nil)
+				var runs atomic.Int32
+				w := wq.NewWork(func() { runs.Add(1) })
+				// Queue from a goroutine: a Goexit in queue_work or
+				// activate_work tracing ends that goroutine.
+				go q.Queue(w)
+				waitFor(t, "tracer fired", func() bool { return tr.fired.Load() > 0 })
+				mustReturn(t, "Flush", func() { w.Flush() })
+				waitFor(t, "item idle", func() bool { return w.Busy() == 0 })
+				// A Goexit in queue_work tracing leaves the item idle (not
+				// queued); otherwise it ran exactly once.
+				want := int32(1)
+				if kind == wqtrace.QueueWork && mode == "goexit" {
+					want = 0
+				}
+				if n := runs.Load(); n != want {
+					t.Errorf("item ran %d times, want %d", n, want)
+				}
+				// The pool still serves.
+				w2 := wq.NewWork(func() {})
+				q.Queue(w2)
+				mustReturn(t, "Flush after", func() { w2.Flush() })
+				// Counters stay exact: each start counted once.
+				if s := q.Stats(); s.Total != int64(want)+1 || s.Infl != 0 {
+					t.Errorf("Stats: total %d infl %d, want total %d infl 0", s.Total, s.Infl, want+1)
+				}
+				mustReturn(t, "Destroy", q.Destroy)
+			})
+		}
+	}
+}
+
+func TestPanicHandlerGoexitAndPanic(t *testing.T) {
+	for _, mode := range []string{"goexit", "panic"} {
+		for _, flags := range []wq.Flags{wq.PerCPU, wq.Unbound, wq.Unbound | wq.MemReclaim} {
+			t.Run(mode+"/"+flags.String(), func(t *testing.T) {
+				wq.SetPanicHandler(func(wq.PanicInfo) {
+					if mode == "goexit" {
+						runtime.Goexit()
+					}
+					panic("handler panic")
+				})
+				defer wq.SetPanicHandler(nil)
+				captureErrors(t)
+				q := mustAlloc(t, "cbpanic", flags, 0)
+				for i := 0; i < 3; i++ {
+					w := wq.NewWork(func() { panic("item") })
+					q.Queue(w)
+					mustReturn(t, "Flush", func() { w.Flush() })
+					waitFor(t, "item idle", func() bool { return w.Busy() == 0 })
+				}
+				mustReturn(t, "queue Flush", q.Flush)
+				if s := q.Stats(); s.Panics != 3 || s.Infl != 0 {
+					t.Errorf("stats: panics %d infl %d", s.Panics, s.Infl)
+				}
+			})
+		}
+	}
+}
+
+func TestErrorHandlerGoexitInItem(t *testing.T) {
+	// The error handler runs on the worker when an item calls its own
+	// CancelSync; a handler that calls Goexit ends the worker like a Goexit
+	// in the item.
+	wq.SetErrorHandler(func(op, fn string, err error) { runtime.Goexit() })
+	defer wq.SetErrorHandler(nil)
+	q := mustAlloc(t, "cberr", wq.PerCPU, 0)
+	for i := 0; i < 3; i++ {
+		var w *wq.Work
+		w = wq.NewWork(func() { w.CancelSync() })
+		q.Queue(w)
+		mustReturn(t, "Flush", func() { w.Flush() })
+	}
+	mustReturn(t, "Destroy", q.Destroy)
+}
