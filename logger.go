@@ -25,14 +25,6 @@ import (
 // goroutine; takes effect for the next message.
 func SetLogger(l *slog.Logger) { report.SetLogger(l) }
 
-// WithLogger gives the queue its own logger: the messages gowq logs about
-// this queue (its default panic and error reports, Alloc's warnings) go to
-// l, with the attribute workqueue=<name>, instead of the process-wide
-// logger (SetLogger). Messages about pools shared by several queues (the
-// watchdog's) still go to the process-wide one. nil means the process-wide
-// logger.
-func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
-
 // log returns the logger for messages about q (nil q: the process-wide
 // logger).
 func (q *Workqueue) log() *slog.Logger {
