@@ -1,7 +1,6 @@
 package wq
 
 import (
-	"errors"
 	"strings"
 )
 
@@ -106,58 +105,4 @@ type BusyFlags uint8
 const (
 	BusyPending BusyFlags = 1 << iota // WORK_BUSY_PENDING: queued or timer armed
 	BusyRunning                       // WORK_BUSY_RUNNING: a worker executes it
-)
-
-// Errors. All are matched with errors.Is.
-var (
-	// ErrInvalidFlags: contradictory or unknown flags (the kernel's -EINVAL).
-	ErrInvalidFlags = errors.New("wq: invalid flags")
-	// ErrInvalidArgument: an out-of-range or malformed argument.
-	ErrInvalidArgument = errors.New("wq: invalid argument")
-	// ErrDestroyed: the workqueue was destroyed.
-	ErrDestroyed = errors.New("wq: workqueue destroyed")
-	// ErrDraining: a queue attempt from outside the queue while it drains.
-	ErrDraining = errors.New("wq: workqueue is draining")
-	// ErrQueueFull: a queue call on a queue that holds max_active +
-	// MaxPending items; the call returns false (Go, QueueErr: this error;
-	// QueueContext, GoContext, Submit and Group.Go wait instead) and the
-	// Work is left as it was.
-	ErrQueueFull = errors.New("wq: workqueue is full (MaxPending)")
-	// ErrKeyConflict: QueueKeyed of a Work whose keyed instance is still in
-	// flight (chained, queued or running) under another key or on another
-	// queue; the call returns false and the Work is left as it was.
-	ErrKeyConflict = errors.New("wq: work item is in flight under another key")
-	// ErrOtherQueue: the work item is running on a worker of another
-	// workqueue; queueing it on a second queue before that instance ends
-	// is refused (it would run concurrently with itself). Flush it first.
-	ErrOtherQueue = errors.New("wq: work item is running on another workqueue")
-	// ErrNoFunc: a Work without a function (not initialised with Init).
-	ErrNoFunc = errors.New("wq: work item has no function (call Init)")
-	// ErrInvalidCPU: a CPU number that does not exist on this machine.
-	ErrInvalidCPU = errors.New("wq: invalid CPU")
-	// ErrPermission: the process may not set the requested policy or nice.
-	ErrPermission = errors.New("wq: operation not permitted")
-	// ErrDeadlock: a wait that would wait for the caller itself (for example
-	// CancelSync of a work item from inside its own function).
-	ErrDeadlock = errors.New("wq: wait would deadlock")
-	// ErrReadOnly: a write to an attribute that cannot change on this queue.
-	ErrReadOnly = errors.New("wq: attribute is read-only")
-	// ErrDelayedPending: Destroy found delayed items still armed on the
-	// queue; it cancelled them (they are idle) and reports them.
-	ErrDelayedPending = errors.New("wq: delayed work still armed at destroy")
-	// ErrWorkerExit: a worker's goroutine ended or left its thread in a
-	// callback (runtime.Goexit, runtime.UnlockOSThread); the worker was
-	// retired and replaced, and its item finished.
-	ErrWorkerExit = errors.New("wq: worker thread lost")
-	// ErrThreadLimit: creating one more thread would come within the
-	// thread gate's margin (8, or GOMAXPROCS + 4 when more) of a limit on
-	// the process's threads (a pids cgroup's pids.max, RLIMIT_NPROC,
-	// kernel.threads-max or kernel.pid_max), read again for every
-	// creation. The Go runtime aborts the whole process when it cannot
-	// create a thread, so every thread gowq starts stops short: a worker
-	// creation fails with this error (reported through the error
-	// handler), Alloc of a MemReclaim queue (its rescuer thread) and an
-	// attribute write that needs a probe thread are refused with it. The
-	// text names the limit and how to raise it.
-	ErrThreadLimit = errors.New("wq: thread limit reached")
 )
