@@ -1,7 +1,10 @@
 package wq
 
 import (
+	"fmt"
 	"strings"
+
+	"github.com/gowq/wq/internal/topology"
 )
 
 // Flags select a workqueue's pool type, worker class and behaviour. They
@@ -105,4 +108,64 @@ type BusyFlags uint8
 const (
 	BusyPending BusyFlags = 1 << iota // WORK_BUSY_PENDING: queued or timer armed
 	BusyRunning                       // WORK_BUSY_RUNNING: a worker executes it
+)
+
+// Policy is the worker class of a workqueue, its runtime attribute
+// "policy".
+type Policy int
+
+const (
+	// PolicyNormal: SCHED_OTHER at nice 0, the kernel's normal pools.
+	PolicyNormal Policy = iota
+	// PolicyHighPri: the high-priority class; nice -20, or SCHED_FIFO-low
+	// when SetHighPriPolicy(PolicyFIFO) was called.
+	PolicyHighPri
+	// PolicyFIFO: SCHED_FIFO at the RT priority (SetRTPriority, 1 by
+	// default), the RT class.
+	PolicyFIFO
+)
+
+// String returns "normal", "highpri" or "fifo".
+func (p Policy) String() string {
+	switch p {
+	case PolicyNormal:
+		return "normal"
+	case PolicyHighPri:
+		return "highpri"
+	case PolicyFIFO:
+		return "fifo"
+	}
+	return fmt.Sprintf("Policy(%d)", int(p))
+}
+
+// parsePolicy parses "normal", "highpri" or "fifo" (the "policy" and
+// "highpri_policy" attributes); ErrInvalidArgument otherwise.
+func parsePolicy(s string) (Policy, error) {
+	switch strings.TrimSpace(s) {
+	case "normal":
+		return PolicyNormal, nil
+	case "highpri":
+		return PolicyHighPri, nil
+	case "fifo":
+		return PolicyFIFO, nil
+	}
+	return 0, fmt.Errorf("%w: policy %q (want normal, highpri or fifo)", ErrInvalidArgument, s)
+}
+
+// Scope is an affinity scope of unbound queues: "cpu", "smt",
+// "cache_shard" (default), "cache", "numa" or "system".
+type Scope = topology.Scope
+
+// Affinity scopes. ScopeDefault, the zero value, follows the default
+// affinity scope (SetDefaultAffinityScope): "default" in affinity_scope.
+const (
+	ScopeDefault = topology.ScopeDefault
+	ScopeCPU     = topology.ScopeCPU
+	ScopeSMT     = topology.ScopeSMT
+	// ScopeCacheShard: each last-level cache split into pods of about
+	// CacheShardSize cores with their SMT siblings (the default).
+	ScopeCacheShard = topology.ScopeCacheShard
+	ScopeCache      = topology.ScopeCache
+	ScopeNUMA       = topology.ScopeNUMA
+	ScopeSystem     = topology.ScopeSystem
 )
