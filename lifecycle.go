@@ -304,7 +304,7 @@ func (q *Workqueue) destroyRun(done chan struct{}) {
 	q.destroyRest()
 }
 
-// destroyRest is Destroy after destroyBegin (shutdown.go): it cancels the
+// destroyRest is Destroy after destroyBegin: it cancels the
 // armed items, drains the queue and releases its pools. It runs once, on
 // the first destroyer's goroutine (DestroyContext with a deadline: on a
 // goroutine of its own).
