@@ -6,14 +6,16 @@ import (
 	"runtime/debug"
 )
 
-// The errors of package wq. Every exported error is here, with the calls
-// that return or report it.
+// The errors of package wq: every exported error, with the calls that
+// return or report it and, where the kernel has one, its errno.
 
 // Errors. All are matched with errors.Is.
 var (
 	// ErrInvalidFlags: contradictory or unknown flags (the kernel's -EINVAL).
 	ErrInvalidFlags = errors.New("wq: invalid flags")
-	// ErrInvalidArgument: an out-of-range or malformed argument.
+	// ErrInvalidArgument: an out-of-range or malformed argument (the
+	// kernel's -EINVAL): Alloc, the attribute writes, the process-wide
+	// setters, and a call on a nil *Workqueue or with a nil context.
 	ErrInvalidArgument = errors.New("wq: invalid argument")
 	// ErrDestroyed: the workqueue was destroyed.
 	ErrDestroyed = errors.New("wq: workqueue destroyed")
@@ -36,7 +38,9 @@ var (
 	ErrNoFunc = errors.New("wq: work item has no function (call Init)")
 	// ErrInvalidCPU: a CPU number that does not exist on this machine.
 	ErrInvalidCPU = errors.New("wq: invalid CPU")
-	// ErrPermission: the process may not set the requested policy or nice.
+	// ErrPermission: the process may not set the requested policy or nice
+	// (sched_setscheduler's -EPERM): Alloc without AllowRTFallback,
+	// SetPolicy, SetNice, SetRTPriority and SetHighPriPolicy.
 	ErrPermission = errors.New("wq: operation not permitted")
 	// ErrDeadlock: a wait that would wait for the caller itself (for example
 	// CancelSync of a work item from inside its own function).
@@ -59,7 +63,8 @@ var (
 	// creation fails with this error (reported through the error
 	// handler), Alloc of a MemReclaim queue (its rescuer thread) and an
 	// attribute write that needs a probe thread are refused with it. The
-	// text names the limit and how to raise it.
+	// text names the limit and how to raise it. The kernel's clone fails
+	// at these limits with -EAGAIN.
 	ErrThreadLimit = errors.New("wq: thread limit reached")
 )
 
