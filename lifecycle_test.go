@@ -276,63 +276,6 @@ func TestCancelPendingRacingQueueKeyed(t *testing.T) {
 	}
 }
 
-func TestCancelSyncContext(t *testing.T) {
-	// Catches a CancelSyncContext that does not wait, waits past its ctx,
-	// or does not cancel the pending instance when ctx ends.
-	q := mustAlloc(t, "sd-csc", wq.Unbound, 2)
-	b := newBlocker()
-	defer b.free()
-	q.Queue(b.w)
-	b.waitStarted(t)
-	q.Queue(b.w) // pending again behind its running instance
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
-	defer cancel()
-	was, err := b.w.CancelSyncContext(ctx)
-	if !was || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("CancelSyncContext = %v, %v; want true, DeadlineExceeded", was, err)
-	}
-	if b.w.Pending() {
-		t.Fatal("pending instance not cancelled when ctx ended")
-	}
-	if !q.Queue(b.w) {
-		t.Fatal("item still held after CancelSyncContext returned")
-	}
-	done := make(chan [2]any, 1)
-	go func() {
-		was, err := b.w.CancelSyncContext(context.Background())
-		done <- [2]any{was, err}
-	}()
-	select {
-	case <-done:
-		t.Fatal("CancelSyncContext returned while the item runs")
-	case <-time.After(20 * time.Millisecond):
-	}
-	b.free()
-	r := <-done
-	if r[0] != true || r[1] != nil {
-		t.Fatalf("CancelSyncContext = %v, %v; want true, nil", r[0], r[1])
-	}
-	if b.w.Busy() != 0 {
-		t.Fatal("item busy after CancelSyncContext returned nil")
-	}
-	if was, err := b.w.CancelSyncContext(context.Background()); was || err != nil {
-		t.Fatalf("CancelSyncContext of an idle item = %v, %v", was, err)
-	}
-	// From inside the item: ErrDeadlock, no wait.
-	errs := captureErrors(t)
-	got := make(chan error, 1)
-	var self *wq.Work
-	self = wq.NewWork(func() { _, err := self.CancelSyncContext(context.Background()); got <- err })
-	q.Queue(self)
-	if err := <-got; !errors.Is(err, wq.ErrDeadlock) {
-		t.Fatalf("CancelSyncContext from the item itself = %v", err)
-	}
-	q.Flush()
-	if errs.count(wq.ErrDeadlock) != 1 {
-		t.Error("ErrDeadlock not reported")
-	}
-}
-
 // TestDestroyContextCancelledCtxBeginsDestroy: a ctx already done still
 // begins the destroy (the queue refuses at once) and returns ctx.Err().
 func TestDestroyContextCancelledCtxBeginsDestroy(t *testing.T) {
@@ -525,5 +468,80 @@ func TestDestroyGoexitInErrorHandlerReleasesWaiters(t *testing.T) {
 	}
 	if _, err := q.QueueErr(wq.NewWork(func() {})); !errors.Is(err, wq.ErrDestroyed) {
 		t.Errorf("QueueErr after Destroy = %v, want ErrDestroyed", err)
+	}
+}
+
+func TestDestroyDrainsChained(t *testing.T) {
+	errs := captureErrors(t)
+	q, err := wq.Alloc("destroy", wq.Unbound, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int32
+	var w *wq.Work
+	w = wq.NewWork(func() {
+		time.Sleep(time.Millisecond)
+		if runs.Add(1) < 10 {
+			q.Queue(w) // chained work is allowed while draining
+		}
+	})
+	q.Queue(w)
+	q.Destroy()
+	if runs.Load() != 10 {
+		t.Errorf("Destroy did not drain chained work: %d runs, want 10", runs.Load())
+	}
+	late := wq.NewWork(func() { t.Error("ran after destroy") })
+	if q.Queue(late) || q.Queue(late) {
+		t.Error("Queue after Destroy returned true")
+	}
+	if late.Pending() {
+		t.Error("item left pending after a refused Queue")
+	}
+	if n := errs.count(wq.ErrDestroyed); n != 1 {
+		t.Errorf("ErrDestroyed reported %d times, want once", n)
+	}
+	q.Destroy() // idempotent
+}
+
+// TestQueueRacingDestroy: a Queue that returns true while Destroy runs
+// concurrently is run before Destroy returns; one refused leaves the item
+// idle (the second stranger's finding).
+func TestQueueRacingDestroy(t *testing.T) {
+	errs := captureErrors(t) // ErrDestroyed reports are expected
+	for round := 0; round < 200; round++ {
+		q, err := wq.Alloc("race-destroy", wq.Unbound, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var runs atomic.Int64
+		works := []*wq.Work{wq.NewWork(func() { runs.Add(1) }), wq.NewWork(func() { runs.Add(1) })}
+		stop := make(chan struct{})
+		done := make(chan int64)
+		go func() {
+			var ok int64
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					done <- ok
+					return
+				default:
+				}
+				if q.Queue(works[i%2]) {
+					ok++
+				}
+			}
+		}()
+		time.Sleep(200 * time.Microsecond)
+		q.Destroy()
+		close(stop)
+		ok := <-done
+		if got := runs.Load(); got != ok {
+			t.Fatalf("round %d: %d queue calls returned true, %d runs when Destroy returned (deadlock reports %d, draining reports %d)", round, ok, got, errs.count(wq.ErrDeadlock), errs.count(wq.ErrDraining))
+		}
+		for i, w := range works {
+			if w.Busy() != 0 {
+				t.Fatalf("round %d: item %d left busy %v after Destroy", round, i, w.Busy())
+			}
+		}
 	}
 }
