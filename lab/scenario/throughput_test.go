@@ -53,7 +53,11 @@ func TestThroughputQuick(t *testing.T) {
 	if a := s.Row("ants").Throughput; a == nil || a.VsAnts != 1 {
 		t.Errorf("ants row %+v, want 1x itself", a)
 	}
-	if c := s.Row("chan").Throughput; c == nil || c.AllocsPerItem > 0.05 {
+	// Allocations are counted process-wide over the phase, so the
+	// process's own background allocations count too, more the longer the
+	// phase: 0.0523 per item once on a loaded machine (a 6 s phase). An
+	// allocation per item is at least 1.
+	if c := s.Row("chan").Throughput; c == nil || c.AllocsPerItem > 0.5 {
 		t.Errorf("chan pool allocates: %+v", c)
 	}
 	// Decided or not depends on the rounds' spread on a loaded machine;
