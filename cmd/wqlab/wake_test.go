@@ -222,14 +222,15 @@ func TestRTBesideEndToEnd(t *testing.T) {
 		t.Fatalf("rows not parsed (%+v, %+v, %+v):\n%s", def, thr, ants, stdout)
 	}
 	for _, g := range []struct {
-		prefix string
-		want   bool
+		prefix      string
+		want, known bool
 	}{
-		{"goal 1: RT p99 beside a default queue", def.n > 0 && thr.n > 0},
-		{"goal 2: RT p99 beside a default queue", def.n > 0 && ants.n > 0},
-		{"goal 3: background items/s", def.n > 0 && ants.n > 0 && ants.bgPerS > 0},
+		{"goal 1: RT p99 beside a default queue", def.n > 0 && thr.n > 0, true},
+		{"goal 2: RT p99 beside a default queue", def.n > 0 && ants.n > 0, true},
+		// The table rounds items/s to a whole number: a "0" may be 0.3.
+		{"goal 3: background items/s", def.n > 0 && ants.n > 0 && ants.bgPerS > 0, ants.bgPerS > 0 || def.n <= 0 || ants.n <= 0},
 	} {
-		if got := strings.Contains(stdout, g.prefix); got != g.want {
+		if got := strings.Contains(stdout, g.prefix); g.known && got != g.want {
 			t.Errorf("%q printed: %v, want %v (rows measured: default %d, Threads() %d, ants %d):\n%s",
 				g.prefix, got, g.want, def.n, thr.n, ants.n, stdout)
 		}
