@@ -636,7 +636,7 @@ func (p *pool) slotMayday() {
 	}
 	p.mu.Unlock()
 	for _, wk := range wake {
-		wk.parker.Unpark()
+		wk.unpark()
 	}
 }
 

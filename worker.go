@@ -124,12 +124,12 @@ type worker struct {
 	slotW goWaiter
 	slotT *time.Timer
 
-	// Stage stamps (stages.go), only while a recorder is set.
+	// Stage stamps (park.go, stages.go), only while a recorder is set.
 	stWake  atomic.Int64   // A: written by the thread that unparks the worker
 	stWoken int64          // W
 	stages  measure.Stages // W
 	// W: pwait is the P wait (ns) of the last wake-up, not yet charged to a
-	// queue while pwaitSet (pwait.go).
+	// queue while pwaitSet (park.go).
 	pwait    int64
 	pwaitSet bool
 }
@@ -383,7 +383,7 @@ func (wk *worker) loop() {
 		if t0-wk.cpuReadAt >= int64(cpuSettleEvery) {
 			wk.settleCPU(t0)
 		}
-		wk.parkMeasured()
+		wk.park()
 		// lastPark is set at the next clock read (processOne's, or the
 		// one before spinOK): a read here would be one more per item.
 		wk.parkedAt = t0
