@@ -23,10 +23,13 @@ import (
 // too, without either: its wake-ups are not an item's way through the
 // wake path.
 //
-// A worker is woken only after its pool lock is free (poolMutex.Unlock
-// wakes the worker kick chose). The goroutine workers' wait for a slot
+// A worker is woken for an item only after its pool lock is free
+// (poolMutex.Unlock wakes the worker kick chose; QueueBatch's plug after
+// its locks); a worker told to die may be woken under the lock, as it
+// takes the lock next anyway. The goroutine workers' wait for a slot
 // (goWait, goadmit.go) is not a park of an idle worker: such a worker
-// has items to run and waits in the slots' line.
+// has items to run and waits in the slots' line (it also takes a
+// wake-up token sent meanwhile, to see whether it was told to die).
 //
 // P wait: the time from a thread worker's return from futex_wait to the
 // moment its goroutine holds a P again and runs Go code. The kernel has
@@ -89,7 +92,7 @@ func (wk *worker) park() {
 
 // unpark gives wk a wake-up token and reports whether that woke it (for a
 // goroutine worker: whether the token was new). Never blocks; any
-// goroutine, called after the pool lock is free (poolMutex.Unlock).
+// goroutine.
 func (wk *worker) unpark() bool {
 	if wk.gch != nil {
 		select {
