@@ -293,7 +293,7 @@ func cmMonitor(stop, done chan struct{}) {
 			}
 			// Escapers are woken after the pool locks are free (poolMutex).
 			for i, wk := range escWakes {
-				wk.parker.Unpark()
+				wk.unpark()
 				escWakes[i] = nil
 			}
 			escWakes = escWakes[:0]

@@ -140,11 +140,21 @@ func TestCPUIntensiveDetection(t *testing.T) {
 	q := mustAlloc(t, "cpuitsv", wq.PerCPU, 0)
 	var otherRan, otherBeforeSpinner, spinnerDone atomic.Bool
 	// The spinner burns CPU time (not wall time, which a loaded machine
-	// stretches) until the item queued behind it has run, or 2 s of CPU.
-	// Only CPU-intensive detection lets that item start on this pool.
+	// stretches) until the item queued behind it has run and the pool has
+	// counted it CPU-intensive, or 5 s of CPU. On a busy machine the item
+	// behind it may start by a CM wake-up instead: the monitor sees the
+	// spinner's thread asleep while it waits for a P (the runtime preempts
+	// a goroutine every 10 ms, and a locked thread sleeps until its
+	// goroutine is scheduled again), and each such sleep restarts the
+	// spinner's CPU window. So the spinner does not stop at the other
+	// item: it waits for the detection itself, which needs one window of
+	// cpu_intensive_thresh (10 ms) of CPU seen without a sleep.
 	q.QueueOn(0, wq.NewWork(func() {
 		s := threadCPU()
-		for (threadCPU()-s < 40*time.Millisecond || !otherRan.Load()) && threadCPU()-s < 2*time.Second {
+		for spent := time.Duration(0); spent < 5*time.Second; spent = threadCPU() - s {
+			if spent >= 40*time.Millisecond && otherRan.Load() && q.Stats().CPUItsv > 0 {
+				break
+			}
 		}
 		spinnerDone.Store(true)
 	}))

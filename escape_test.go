@@ -73,6 +73,23 @@ func testEscapeRunsElsewhere(t *testing.T, class wq.Flags) {
 	cpu := escapeCPU(t)
 	q := allocEscape(t, "esc-run", wq.PerCPU|class, 0, time.Millisecond)
 	release := holdPool(t, q, cpu)
+	// The hold stops a worker at its wake-up only: a worker of the pool
+	// still between items (the previous run's worker on its way to park,
+	// late on a busy machine) would take the item on its own CPU. Such a
+	// worker is not on the idle list; once every worker of the pool is,
+	// each reaches the next item through a wake-up.
+	policy := "SCHED_OTHER"
+	if class&wq.RT != 0 {
+		policy = "SCHED_FIFO"
+	}
+	waitFor(t, "every worker of the held pool on its idle list", func() bool {
+		for _, p := range wq.Pools() {
+			if p.CPU == cpu && p.Policy == policy && p.AskedNice == 0 && p.Idle != len(p.Workers) {
+				return false
+			}
+		}
+		return true
+	})
 	ran := make(chan int, 1)
 	var w wq.Work
 	w.Init(func() { ran <- wq.GetCPU() })
@@ -82,8 +99,8 @@ func testEscapeRunsElsewhere(t *testing.T, class wq.Flags) {
 	var got int
 	select {
 	case got = <-ran:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the item did not escape its held CPU")
+	case <-time.After(time.Minute):
+		t.Fatal("the item did not escape its held CPU in a minute")
 	}
 	if got == cpu {
 		t.Errorf("escaped item ran on its own CPU %d", cpu)
@@ -106,8 +123,13 @@ func testEscapeRunsElsewhere(t *testing.T, class wq.Flags) {
 	}
 	w.Init(func() { ran <- wq.GetCPU() })
 	q.QueueOn(cpu, &w)
-	if got := <-ran; got != cpu {
-		t.Errorf("item ran on CPU %d with escape off, want %d", got, cpu)
+	select {
+	case got := <-ran:
+		if got != cpu {
+			t.Errorf("item ran on CPU %d with escape off, want %d", got, cpu)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the released pool did not run the item in a minute")
 	}
 	q.Flush()
 	if st := q.Stats(); st.ESC != 1 {

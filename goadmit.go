@@ -148,32 +148,6 @@ func init() {
 	sched.SetReserveHook(goRecompute)
 }
 
-// goRoom reports whether a goroutine item may start now without waiting:
-// no earlier waiter, and a slot under the bound (the policy in one
-// predicate; see policy.go). Takes the slot when it reports true: counted
-// (counted true), or, while no bound applies, a free one that is not
-// counted, so that the default queues pay one load, not a shared counter,
-// per wake-up. Any goroutine; no lock needed (pool.mu may be held).
-func goRoom() (ok, counted bool) {
-	a := &goAdm
-	if a.limit.Load() == math.MaxInt32 && a.nWait.Load() == 0 {
-		return true, false
-	}
-	return goRoomCounted(), true
-}
-
-// goRoomCounted is goRoom's counted slot.
-func goRoomCounted() bool {
-	a := &goAdm
-	if a.nWait.Load() == 0 {
-		if a.inflight.Add(1) <= a.limit.Load() {
-			return true
-		}
-		goPut()
-	}
-	return goTakeSlow()
-}
-
 // goPut gives a slot back and serves the waiters.
 func goPut() {
 	a := &goAdm
@@ -636,7 +610,7 @@ func (p *pool) slotMayday() {
 	}
 	p.mu.Unlock()
 	for _, wk := range wake {
-		wk.parker.Unpark()
+		wk.unpark()
 	}
 }
 

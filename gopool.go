@@ -143,20 +143,6 @@ func (wk *worker) setGoIdentity() {
 	wk.leaveG = gworkers.Enter(wk)
 }
 
-// unpark gives wk a wake-up token and reports whether that woke it (for a
-// goroutine worker: whether the token was new). Never blocks.
-func (wk *worker) unpark() bool {
-	if wk.gch != nil {
-		select {
-		case wk.gch <- struct{}{}:
-			return true
-		default:
-			return false
-		}
-	}
-	return wk.parker.Unpark()
-}
-
 // lockNoDrain takes the pool lock without draining the incoming stack
 // (tests: a push that comes after the drain).
 func (pm *poolMutex) lockNoDrain() {

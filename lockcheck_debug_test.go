@@ -24,6 +24,7 @@ func TestAssertHeld(t *testing.T) {
 		"needMoreWorker":  func(p *pool) { p.needMoreWorker() },
 		"keepWorking":     func(p *pool) { p.keepWorking() },
 		"mayStartWorking": func(p *pool) { p.mayStartWorking() },
+		"workersToStart":  func(p *pool) { p.workersToStart() },
 		"needToCreate":    func(p *pool) { p.needToCreate() },
 		"wakeHint":        func(p *pool) { p.idle = []*worker{{}}; p.wakeHint() },
 		"tooManyWorkers":  func(p *pool) { p.tooManyWorkers() },

@@ -70,12 +70,9 @@ func (p *pool) needMoreWorker() bool {
 	return !p.worklist.empty() && p.nrRunning < p.concurrency() && p.goWaiting == 0
 }
 
-// A goroutine pool whose worker waits for a slot (goRoom, goadmit.go)
-// needs no more workers: the waiter runs the pending items once it has
-// one. goRoom is the process-wide bound on goroutine items: while Ps are
-// reserved for RT, at most GOMAXPROCS less the reserved Ps of them run
-// (lifted while items blocked outside Go leave a P unused), and never
-// more than the thread limits leave room for.
+// A goroutine pool whose worker waits for a slot (goRoom, at the end of
+// this file) needs no more workers: the waiter runs the pending items
+// once it has one.
 
 // keepWorking: work is pending and the running workers, the caller
 // included, do not exceed the pool's concurrency (keep_working). Called
@@ -90,12 +87,33 @@ func (p *pool) keepWorking() bool {
 // mayStartWorking: a worker that found work may start on it without first
 // creating a spare, because an idle worker is left to be woken when this
 // one sleeps, or because creation keeps failing and its retries are left
-// to the mayday timer (may_start_working). Called from the worker loop.
+// to the mayday timer (may_start_working). Called from workersToStart.
 func (p *pool) mayStartWorking() bool {
 	if lockdep {
 		p.assertHeld()
 	}
 	return len(p.idle) > 0 || p.createFailing
+}
+
+// workersToStart: how many workers a worker that found work creates
+// before it runs it. None when mayStartWorking holds. Otherwise one, an
+// idle worker to wake when this one sleeps (may_start_working/
+// manage_workers); two in a goroutine pool with more than two items
+// pending: such a pool has no CM to start workers for blocked items, so a
+// burst reaches its items through these starts, and two per start make
+// the chain a tree (docs/decisions.md, "Goroutine pools: two new workers
+// per start"). Called from the worker loop (runBatch).
+func (p *pool) workersToStart() int {
+	if lockdep {
+		p.assertHeld()
+	}
+	switch {
+	case p.mayStartWorking():
+		return 0
+	case p.key.goro && p.worklist.len() > 2:
+		return 2
+	}
+	return 1
 }
 
 // needToCreate: a worker is needed and none is idle to be woken
@@ -206,4 +224,41 @@ func (p *pool) setCounted(wk *worker, on bool) bool {
 		p.nrRunning--
 	}
 	return true
+}
+
+// The goroutine slots' rule. Unlike the predicates above it is
+// process-wide and takes no pool lock: a goroutine worker asks it (goSlot,
+// goadmit.go) before it runs items, pool lock held or not. It bounds the
+// goroutine items that run at once: while Ps are reserved for RT, at most
+// GOMAXPROCS less the reserved Ps (lifted while items blocked outside Go
+// leave a P unused), and never more than the thread limits leave room for
+// (goadmit.go, "Slots for goroutine items").
+
+// goRoom reports whether a goroutine item may start now without waiting:
+// no earlier waiter, and a slot under the bound. Takes the slot when it
+// reports true: counted (counted true), or, while no bound applies, a free
+// one that is not counted, so that the default queues pay one load, not a
+// shared counter, per wake-up. It reads the atomics goAdm.limit, goAdm.nWait
+// and goAdm.inflight, and takes goAdm.mu only past the fast bound
+// (goTakeSlow). Any goroutine; the pool lock may be held (goAdm.mu nests
+// under it).
+func goRoom() (ok, counted bool) {
+	a := &goAdm
+	if a.limit.Load() == math.MaxInt32 && a.nWait.Load() == 0 {
+		return true, false
+	}
+	return goRoomCounted(), true
+}
+
+// goRoomCounted is goRoom's counted slot: one under the bound while
+// nobody waits, else goTakeSlow's.
+func goRoomCounted() bool {
+	a := &goAdm
+	if a.nWait.Load() == 0 {
+		if a.inflight.Add(1) <= a.limit.Load() {
+			return true
+		}
+		goPut()
+	}
+	return goTakeSlow()
 }

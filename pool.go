@@ -410,7 +410,7 @@ func (pm *poolMutex) Unlock() {
 	}
 	if wk != nil {
 		if stagesOn() {
-			wk.unparkStamped() // stage timestamps (stages.go)
+			wk.unparkStamped() // stage timestamps (park.go)
 		} else {
 			wk.unpark()
 		}
@@ -465,7 +465,7 @@ func (p *pool) createWorker() bool {
 		p.startGoWorker(wk) // a goroutine worker needs no thread of its own
 		return true
 	}
-	wk.parker.Unpark()
+	wk.unpark()
 	if err := goLocked(wk.main); err != nil {
 		// The thread gate refused (a thread limit is near): undo the
 		// linking; the pool retries at the mayday cadence.
@@ -637,7 +637,7 @@ func (p *pool) maydayTimeout() {
 	// Rescuers are woken after the pool lock is free: an RT rescuer woken
 	// inside would preempt us and block on the lock (see poolMutex).
 	for _, wk := range wake {
-		wk.parker.Unpark()
+		wk.unpark()
 	}
 	if pressure {
 		relieveThreadPressure(p)

@@ -256,7 +256,7 @@ type pwqStats struct {
 	freed        atomic.Int64 // started items whose max_active slot was freed after their run (Stats' Pending)
 	latency      latencyHist  // queue-to-start
 	exec         latencyHist  // execution time (start to end)
-	pwait        latencyHist  // thread workers' wait for a P after futex_wait (pwait.go)
+	pwait        latencyHist  // thread workers' wait for a P after futex_wait (park.go)
 	// folded is set by addFrom before it moves the counters to the
 	// queue's (the pwq retired): a later CPU charge moves itself there
 	// too (chargeCPU).

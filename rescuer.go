@@ -51,7 +51,7 @@ func trimName(s string) string {
 // sendMayday asks the rescuer to rescue pq (send_mayday) and wakes it.
 func (r *rescuer) sendMayday(pq *pwq) {
 	if wk := r.mayday(pq); wk != nil {
-		wk.parker.Unpark()
+		wk.unpark()
 	}
 }
 
@@ -103,7 +103,7 @@ func (r *rescuer) startLocked() error {
 	}
 	wk := &worker{name: trimName(name), rescuer: r}
 	r.threads.Add(1)
-	wk.parker.Unpark() // serve the mayday list at once
+	wk.unpark() // serve the mayday list at once
 	if err := goLocked(func() { r.main(wk) }); err != nil {
 		r.threads.Done()
 		return err
@@ -145,7 +145,7 @@ func (r *rescuer) stop() {
 	wk := r.wk
 	r.mu.Unlock()
 	if wk != nil {
-		wk.parker.Unpark()
+		wk.unpark()
 	}
 	r.threads.Wait()
 }
@@ -180,7 +180,7 @@ func (r *rescuer) main(wk *worker) {
 	_ = sched.SetName(wk.name)
 	for {
 		wk.settleCPU(0)
-		wk.parkPlain()
+		wk.park()
 		for {
 			r.mu.Lock()
 			if r.stopped || len(r.pending) == 0 {

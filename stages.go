@@ -12,8 +12,10 @@ import (
 // idle worker stamps the worker just before its futex_wake
 // (worker.stWake), the woken worker stamps its return from futex_wait
 // before the Go runtime gives it a P (sched.Parker.ParkStamp) and again
-// once it has one, and the worker stamps the item's start and hands the
-// six stamps to the recorder (measure.Stages). Each stage point costs one
+// once it has one (the worker's side, unparkStamped and parkStamped, is
+// in park.go), and the worker stamps the item's start and hands the six
+// stamps to the recorder (measure.Stages). This file holds the item's
+// side. Each stage point costs one
 // atomic load of the recorder (measure.On) when none is set. The lab sets
 // the recorder (labsys.SetStageRecorder); it is not part of wq's API.
 
@@ -27,49 +29,6 @@ func (w *Work) stampQueue() {
 
 // stampLocked stamps w with the pool lock held, before it is linked.
 func (w *Work) stampLocked() { w.stLocked = sched.Nanotime() }
-
-// unparkStamped is wk.parker.Unpark with the futex_wake stamped on wk.
-// Only the first wake of a park is stamped; a stamp whose Unpark issued
-// no futex_wake (the worker was awake already) is taken back unless the
-// worker took it meanwhile.
-func (wk *worker) unparkStamped() {
-	t := sched.Nanotime()
-	set := wk.stWake.CompareAndSwap(0, t)
-	if !wk.unpark() && set {
-		wk.stWake.CompareAndSwap(t, 0)
-	}
-}
-
-// parkStamped is wk.parker.Park recording the wake-up's stages in
-// wk.stages for the next item; a park that did not sleep records none.
-// With handOff the P is given up first (park). On the worker's goroutine.
-func (wk *worker) parkStamped(handOff bool) {
-	wk.stWoken = 0
-	switch {
-	case wk.gch != nil:
-		// A goroutine worker: woken is when the receive returned; there is
-		// no separate "holds a P" moment (HavePNs = WokenNs).
-		select {
-		case <-wk.gch:
-		default:
-			<-wk.gch
-			wk.stWoken = sched.Nanotime()
-		}
-	case handOff:
-		wk.parker.ParkStampHandOff(&wk.stWoken)
-	default:
-		wk.parker.ParkStamp(&wk.stWoken)
-	}
-	s := &wk.stages
-	s.WakeNs, s.WokenNs, s.HavePNs = 0, 0, 0
-	if wk.stWoken == 0 {
-		wk.stWake.Store(0)
-		return
-	}
-	s.HavePNs = sched.Nanotime()
-	s.WokenNs = wk.stWoken
-	s.WakeNs = wk.stWake.Swap(0)
-}
 
 // takeStages moves w's queue-side stamps to wk.stages. Called with the
 // pool lock held, between dequeue and the clearing of PENDING, so no

@@ -124,12 +124,12 @@ type worker struct {
 	slotW goWaiter
 	slotT *time.Timer
 
-	// Stage stamps (stages.go), only while a recorder is set.
+	// Stage stamps (park.go, stages.go), only while a recorder is set.
 	stWake  atomic.Int64   // A: written by the thread that unparks the worker
 	stWoken int64          // W
 	stages  measure.Stages // W
 	// W: pwait is the P wait (ns) of the last wake-up, not yet charged to a
-	// queue while pwaitSet (pwait.go).
+	// queue while pwaitSet (park.go).
 	pwait    int64
 	pwaitSet bool
 }
@@ -366,128 +366,182 @@ var inheritedNiceReported atomic.Bool
 // loop is worker_thread(): park until kicked, then run items while the
 // pool's concurrency management allows. It returns when the worker dies
 // (reaped or pool destroyed) or loses its thread.
+//
+// Once woken, the worker stays awake while there is work for it: it looks
+// at the pool (dying first, before each batch), runs a batch if the pool
+// needs it (a goroutine worker waits for a slot first, and looks again
+// after the wait), and, out of items, spins if spinOK lets it
+// (trySpin) and leaves the scanners (workAtScanOff); either finding work
+// sends it back to look at the pool. Then it goes idle and parks.
 func (wk *worker) loop() {
 	p := wk.pool
 	p.mu.LockOn(&wk.thread)
 	p.createFailing = false // a worker is serving: creation works again
 	p.mu.Unlock()
 	for {
-		// The park starts at the end of the item just run, when the worker
-		// did nothing since but its bookkeeping (a few us): one clock read
-		// less per item.
-		t0 := wk.parkFrom
-		wk.parkFrom = 0
-		if t0 == 0 {
-			t0 = nanotime()
-		}
-		if t0-wk.cpuReadAt >= int64(cpuSettleEvery) {
-			wk.settleCPU(t0)
-		}
-		wk.parkMeasured()
-		// lastPark is set at the next clock read (processOne's, or the
-		// one before spinOK): a read here would be one more per item.
-		wk.parkedAt = t0
-		wk.scanOn()
-		if h := wakeHook.Load(); h != nil {
-			(*h)(p) // tests: a woken worker that cannot get its CPU (escape_test.go)
-		}
-		p.mu.LockOn(&wk.thread)
-	again:
-		if wk.dying {
-			wk.dropSlot()
-			wk.settleCPU(0) // what is owed, before the thread is gone
-			wk.scanOffLocked()
-			p.removeWorker(wk)
-			wk.clearIdentity()
-			// A kick may have chosen this worker just before it was told to
-			// die (reaped, or let go under thread pressure): pass the wake
-			// on, so that no pending item is left without a worker.
-			if !p.dead {
-				p.kick()
+		wk.parkIdle()
+		for {
+			if wk.dying {
+				wk.die()
+				return
 			}
-			p.mu.Unlock()
-			return
-		}
-		p.leaveIdle(wk)
-		if p.needMoreWorker() || (wk.slot && !p.worklist.empty()) {
-			if wk.gch != nil && !wk.slot && !wk.goSlot(p) {
-				goto again // waited for a slot (goadmit.go)
-			}
-			// Keep an idle worker around so that there is someone to wake
-			// when this one sleeps (may_start_working/manage_workers).
-			if !p.mayStartWorking() {
-				p.createWorker()
-				if p.mu.goro && p.worklist.len() > 2 {
-					// A goroutine pool has no CM to start workers for
-					// blocked items: a burst reaches its items through
-					// these starts, and two per start make the chain a
-					// tree (docs/decisions.md, "Goroutine pools: two new
-					// workers per start").
-					p.createWorker()
+			p.leaveIdle(wk)
+			// A goroutine worker that holds a slot runs what is pending,
+			// though its pool's slot waiters stop needMoreWorker.
+			if p.needMoreWorker() || (wk.slot && !p.worklist.empty()) {
+				if wk.gch != nil && !wk.slot && !wk.goSlot(p) {
+					continue // waited for a slot (goadmit.go)
 				}
-			}
-			if !p.key.goro {
-				p.setCounted(wk, true)
-			}
-			for {
-				w := p.worklist.popFront()
-				if r := w.runner.Load(); r != nil && r != wk && r.curPool.Load() == p && r.current == w {
-					// Non-reentrance: another worker of this pool (or the
-					// rescuer attached to it) runs w now; it runs w again
-					// after (move_linked_works).
-					r.scheduled.pushBack(w)
-				} else if !wk.processOne(w) {
+				if !wk.runBatch() {
 					return // lost its thread; retired
 				}
-				if !wk.processScheduled() {
-					return
-				}
-				if !p.keepWorking() || wk.goSlotYield(p) {
-					break
-				}
 			}
-			p.setCounted(wk, false)
-		}
-		if wk.parkedAt != 0 {
-			wk.lastPark = nanotime() - wk.parkedAt // woken with no item to run
-			wk.parkedAt = 0
-		}
-		if p.spinOK(wk) {
-			// Spin a little instead of parking: items arrive faster than a
-			// park and a wake-up take (the last park was short), and this
-			// thread is on a CPU other than the queuer's. A kick meanwhile
-			// wakes no one (see kick): this worker takes the item.
-			p.nrSpinning++
-			spinners.Add(1)
-			gen := p.kickGen.Load()
-			p.mu.Unlock()
-			wk.parkFrom = 0 // a spin is not part of the park
-			found := wk.spin(p, gen)
-			p.mu.LockOn(&wk.thread)
-			p.nrSpinning--
-			spinners.Add(-1)
-			if found {
-				p.spinHits.Add(1)
-				goto again
-			}
-			p.spinMisses.Add(1)
-			wk.lastPark = spinAfterPark // no spin again before a short park
-			if !wk.dying && p.needMoreWorker() {
-				goto again
+			if !wk.trySpin() && !wk.workAtScanOff() {
+				break
 			}
 		}
-		// Leave the scanners (incoming.go), taking what was pushed
-		// meanwhile; run it if the pool's concurrency lets this worker.
-		wk.scanOffLocked()
-		if !wk.dying && p.needMoreWorker() {
-			wk.scanOn()
-			goto again
-		}
-		wk.dropSlot()
-		wk.parkCPU = sched.GetCPU()
-		p.enterIdle(wk)
-		p.mu.Unlock()
+		wk.goIdle()
 	}
+}
+
+// parkIdle parks the idle worker (park, park.go) and returns once it is
+// woken, a scanner again (scanOn), with the pool lock held. Before it
+// parks, the worker settles its CPU time when cpuSettleEvery has passed.
+// Called with no lock held.
+func (wk *worker) parkIdle() {
+	// The park starts at the end of the item just run, when the worker
+	// did nothing since but its bookkeeping (a few us): one clock read
+	// less per item.
+	t0 := wk.parkFrom
+	wk.parkFrom = 0
+	if t0 == 0 {
+		t0 = nanotime()
+	}
+	if t0-wk.cpuReadAt >= int64(cpuSettleEvery) {
+		wk.settleCPU(t0)
+	}
+	wk.park()
+	// lastPark is set at the next clock read (processOne's, or the one
+	// before spinOK in trySpin): a read here would be one more per item.
+	wk.parkedAt = t0
+	wk.scanOn()
+	p := wk.pool
+	if h := wakeHook.Load(); h != nil {
+		(*h)(p) // tests: a woken worker that cannot get its CPU (escape_test.go)
+	}
+	p.mu.LockOn(&wk.thread)
+}
+
+// die is the dying worker's way out (reaped, let go under thread
+// pressure, or its pool destroyed): it gives its slot and CPU time back,
+// leaves the scanners and the pool, and passes on a kick it may have
+// been chosen for. Called with the pool lock held; releases it.
+func (wk *worker) die() {
+	p := wk.pool
+	wk.dropSlot()
+	wk.settleCPU(0) // what is owed, before the thread is gone
+	wk.scanOffLocked()
+	p.removeWorker(wk)
+	wk.clearIdentity()
+	// A kick may have chosen this worker just before it was told to die
+	// (reaped, or let go under thread pressure): pass the wake on, so
+	// that no pending item is left without a worker.
+	if !p.dead {
+		p.kick()
+	}
+	p.mu.Unlock()
+}
+
+// runBatch runs the pool's items while keepWorking holds, counting in
+// nrRunning meanwhile, after creating the workers workersToStart asks
+// for. Called with the pool lock held; returns with it held, or false,
+// with it released, when the worker lost its thread and was retired.
+func (wk *worker) runBatch() bool {
+	p := wk.pool
+	for n := p.workersToStart(); n > 0; n-- {
+		p.createWorker()
+	}
+	if !p.key.goro {
+		p.setCounted(wk, true)
+	}
+	for {
+		w := p.worklist.popFront()
+		if r := w.runner.Load(); r != nil && r != wk && r.curPool.Load() == p && r.current == w {
+			// Non-reentrance: another worker of this pool (or the
+			// rescuer attached to it) runs w now; it runs w again
+			// after (move_linked_works).
+			r.scheduled.pushBack(w)
+		} else if !wk.processOne(w) {
+			return false
+		}
+		if !wk.processScheduled() {
+			return false
+		}
+		if !p.keepWorking() || wk.goSlotYield(p) {
+			break
+		}
+	}
+	p.setCounted(wk, false)
+	return true
+}
+
+// trySpin notes how long the last park lasted, if the worker was woken
+// with no item to run, then, if spinOK lets it, spins a little instead of
+// parking. It reports whether the worker has work to look at: the spin
+// saw a kick, or it saw none and the pool needs this worker anyway.
+// Called with the pool lock held, which it releases while it spins.
+func (wk *worker) trySpin() bool {
+	p := wk.pool
+	if wk.parkedAt != 0 {
+		wk.lastPark = nanotime() - wk.parkedAt // woken with no item to run
+		wk.parkedAt = 0
+	}
+	if !p.spinOK(wk) {
+		return false
+	}
+	// Items arrive faster than a park and a wake-up take (the last park
+	// was short), and this thread is on a CPU other than the queuer's. A
+	// kick meanwhile wakes no one (see kick): this worker takes the item.
+	p.nrSpinning++
+	spinners.Add(1)
+	gen := p.kickGen.Load()
+	p.mu.Unlock()
+	wk.parkFrom = 0 // a spin is not part of the park
+	found := wk.spin(p, gen)
+	p.mu.LockOn(&wk.thread)
+	p.nrSpinning--
+	spinners.Add(-1)
+	if found {
+		p.spinHits.Add(1)
+		return true
+	}
+	p.spinMisses.Add(1)
+	wk.lastPark = spinAfterPark // no spin again before a short park
+	return !wk.dying && p.needMoreWorker()
+}
+
+// workAtScanOff leaves the scanners (incoming.go), taking what was pushed
+// meanwhile, and reports whether the pool now needs this worker: then it
+// is a scanner again and runs the items. Called with the pool lock held.
+func (wk *worker) workAtScanOff() bool {
+	p := wk.pool
+	wk.scanOffLocked()
+	if !wk.dying && p.needMoreWorker() {
+		wk.scanOn()
+		return true
+	}
+	return false
+}
+
+// goIdle makes wk idle: it gives its slot back, notes the CPU it parks on
+// (wakeHint) and joins the pool's idle list. Called with the pool lock
+// held; releases it.
+func (wk *worker) goIdle() {
+	p := wk.pool
+	wk.dropSlot()
+	wk.parkCPU = sched.GetCPU()
+	p.enterIdle(wk)
+	p.mu.Unlock()
 }
 
 // spin waits up to spinBudget for the pool's kick generation to move from

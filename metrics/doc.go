@@ -55,7 +55,10 @@
 // escaper are not in these two). The two running-time gauges take each of
 // the queue's pool locks briefly (wq.Workqueue.Running). Queues that share a name are merged into one series (their
 // counters summed, their histograms merged), since Prometheus cannot hold
-// two series with equal labels.
+// two series with equal labels; the info series' type, policy and flags,
+// and which per-type counters are exported, are those of the first of
+// them in the order of type, then policy, then flags, the same at every
+// scrape.
 //
 // # client-go's series
 //

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -246,11 +247,28 @@ func (c *Collector) sampleQueues() []*queueSample {
 		}
 	}
 	c.seen = now
+	// Queues that share a name are exported as one, with the labels (type,
+	// policy, flags) of the first: order them by every label, so that the
+	// first is the same at each scrape. wq.Queues sorts by name only, and
+	// queues of one name come in a map's order.
+	type keyed struct {
+		q                  *wq.Workqueue
+		st                 wq.QueueStats
+		typ, policy, flags string
+	}
+	ks := make([]keyed, 0, len(now))
 	for _, q := range live {
-		if _, ok := now[q]; !ok {
-			continue
+		if _, ok := now[q]; ok {
+			st := q.Stats()
+			ks = append(ks, keyed{q: q, st: st, typ: queueType(q), policy: st.Policy.String(), flags: q.Flags().String()})
 		}
-		st := q.Stats()
+	}
+	slices.SortStableFunc(ks, func(a, b keyed) int {
+		return cmp.Or(cmp.Compare(a.q.Name(), b.q.Name()), cmp.Compare(a.typ, b.typ),
+			cmp.Compare(a.policy, b.policy), cmp.Compare(a.flags, b.flags))
+	})
+	for _, k := range ks {
+		q, st := k.q, k.st
 		run := q.Running()
 		if s := byName[q.Name()]; s != nil {
 			s.st = mergeStats(s.st, st)
@@ -259,7 +277,7 @@ func (c *Collector) sampleQueues() []*queueSample {
 			continue
 		}
 		f := q.Flags()
-		s := &queueSample{name: q.Name(), typ: queueType(q), policy: st.Policy.String(), flags: f.String(),
+		s := &queueSample{name: q.Name(), typ: k.typ, policy: k.policy, flags: k.flags,
 			unbound: f&wq.Unbound != 0, memReclaim: f&wq.MemReclaim != 0, maxActive: q.MaxActive(), st: st, run: run}
 		byName[s.name] = s
 		out = append(out, s)

@@ -456,3 +456,56 @@ func TestCountersMonotonicUnderScrapes(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// TestSameNameLabelsDeterministic: when queues of different types share a
+// name, every scrape exports the same info labels and the same counter
+// families for it, whatever order the queues were created in (catches
+// labels taken from the first queue of the name in wq.Queues' order,
+// which sorts by name only over a map's order: with a per-CPU and an
+// unbound queue named alike, scrapes flipped between type="percpu" with
+// the CM counters and type="unbound" with repatriations).
+func TestSameNameLabelsDeterministic(t *testing.T) {
+	scrape := func() string {
+		c := newCollector(t, metrics.Options{Workqueues: only("mt_mixed")})
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(c)
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatalf("Gather: %v", err)
+		}
+		var b strings.Builder
+		for _, mf := range mfs {
+			if strings.HasSuffix(mf.GetName(), "_info") {
+				for _, m := range mf.GetMetric() {
+					for _, l := range m.GetLabel() {
+						b.WriteString(l.GetName() + "=" + l.GetValue() + " ")
+					}
+				}
+			}
+			b.WriteString(mf.GetName() + "\n")
+		}
+		return b.String()
+	}
+	seen := map[string]int{}
+	for _, order := range [][]wq.Flags{{wq.PerCPU, wq.Unbound}, {wq.Unbound, wq.PerCPU}} {
+		var qs []*wq.Workqueue
+		for _, f := range order {
+			q, err := wq.Alloc("mt_mixed", f, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			qs = append(qs, q)
+		}
+		for range 50 {
+			seen[scrape()]++
+		}
+		for _, q := range qs {
+			q.Destroy()
+		}
+	}
+	if len(seen) != 1 {
+		for s, n := range seen {
+			t.Errorf("%d of 100 scrapes:\n%s", n, s)
+		}
+	}
+}

@@ -29,7 +29,7 @@
 // and round with invalidate=1, so that every pass starts with the file's
 // pages dropped. Rows alternate in rounds under each load (idle, the
 // cpuio burners, seed 004's nice -20 hogs), and each table gives fio's
-// clat with the verdict and the per-round margins.
+// clat, each round's p99, and a one-line verdict with the rounds' range.
 //
 // # Never leave a mount behind
 //

@@ -99,7 +99,9 @@ type Latency struct {
 }
 
 // Verdict says whether the best RT row (gowq RT or the FIFO-low
-// kthreads) beat inline, ants and the default queue on p99 clat. Ratio is
+// kthreads) beat inline, ants and the default queue on p99 clat. Text is
+// one line: met, NOT met or not decided (and why), the two rows' p99, the
+// ratio against the goal (above 1x in every round) and the rounds' range. Ratio is
 // the best of those over the best RT row (above 1: RT better), whole run;
 // Rounds the same pair's ratio in each round, RatioMin/Max its range.
 // Decided only when at least 3 rounds all agree with the whole run and
@@ -286,23 +288,26 @@ func (t *Table) verdict() Verdict {
 	}
 	noise := v.Ratio < noiseMargin && v.Ratio > 1/noiseMargin
 	v.Decided = agree && !noise
-	word := "NO"
+	// One line: the outcome, the two figures, the ratio and the rounds'
+	// range; each round's p99 is in the table's "p99 per round" column.
+	mark := "NOT met"
 	if v.RTWins {
-		word = "YES"
+		mark = "met"
 	}
-	v.Text = fmt.Sprintf("%s%s: %s p99 %s us (rounds %s), best of inline/ants/default queue (%s) %s us (rounds %s): %.2fx; per round %s",
-		prefix, word, rt.Label, fmtUs(rt.Clat.P99Us), fmtUsList(rt.RoundP99), opp.Label, fmtUs(opp.Clat.P99Us),
-		fmtUsList(opp.RoundP99), v.Ratio, fmtRatios(v.Rounds))
 	switch {
 	case len(v.Rounds) < minRounds:
-		v.Text = prefix + fmt.Sprintf("not decided (%d round(s), fewer than %d): ", len(v.Rounds), minRounds) + strings.TrimPrefix(v.Text, prefix)
+		mark = fmt.Sprintf("not decided (%d round(s), fewer than %d)", len(v.Rounds), minRounds)
 	case !agree:
-		v.Text = prefix + "not decided (the rounds disagree): " + strings.TrimPrefix(v.Text, prefix)
+		mark = "not decided (the rounds disagree)"
 	case noise:
-		v.Text = prefix + "not decided (the margin is under 5%: within run-to-run noise): " + strings.TrimPrefix(v.Text, prefix)
-	default:
-		v.Text += "; every round agrees"
+		mark = "not decided (the margin is under 5%: run-to-run noise)"
 	}
+	rounds := "no round"
+	if len(v.Rounds) > 0 {
+		rounds = fmt.Sprintf("rounds %.2fx-%.2fx", v.RatioMin, v.RatioMax)
+	}
+	v.Text = fmt.Sprintf("%s%s: %s %s us, best opponent %s %s us: %.2fx (goal > 1x in every round; %s)",
+		prefix, mark, rt.Label, fmtUs(rt.Clat.P99Us), opp.Label, fmtUs(opp.Clat.P99Us), v.Ratio, rounds)
 	return v
 }
 
@@ -525,7 +530,8 @@ func (t *Table) loadLine() string {
 // tableNote is printed under every table.
 const tableNote = "clat in us (fio's completion latency of one read); every pass after invalidate=1; p99 pooled: over every read of all rounds " +
 	"(fio psync issues one read at a time, so a round that stalls adds few reads and barely moves it); p99 chg: pooled, against inline; " +
-	"verdicts and goals are decided per round, each round's p99 over its own reads"
+	"verdicts and goals are decided per round, each round's p99 over its own reads; " +
+	"verdict: the best RT row's p99 against the best opponent's (the best of inline, ants and the default queue), their ratio, and its range over the rounds"
 
 // WriteTable prints one table per load in the seeds' box style, each with
 // its verdict, then the goals, where the kernel decompresses, and what

@@ -185,3 +185,36 @@ func TestRoundMark(t *testing.T) {
 		}
 	}
 }
+
+// TestVerdictIsOneShortLine: a verdict is one line that says met, NOT met
+// or not decided, the best RT row's p99 against the best opponent's, the
+// ratio and the rounds' range, and leaves each round's p99 to the table
+// (catches the long form, which listed every round of both rows and every
+// round's ratio: over 250 characters with 3 rounds).
+func TestVerdictIsOneShortLine(t *testing.T) {
+	k := driver.LoadHog
+	table := func(rtTail, inTail float64) Table {
+		rows := []*row{
+			synthRow(ExecInline, k, same(pass{n: 10000, base: 15, tail: inTail})...),
+			synthRow(ExecAnts, k, same(pass{n: 10000, base: 15, tail: 500})...),
+			synthRow(ExecKthread, k, same(pass{n: 10000, base: 15, tail: rtTail})...),
+		}
+		return buildTable(k, driver.Facts{}, rows, 3)
+	}
+	for _, c := range []struct {
+		name string
+		tb   Table
+		want string
+	}{
+		{"met", table(20, 500), "verdict (p99 clat): met: kthread per-CPU FIFO-low 20.00 us, best opponent inline (go-fuse handler) 500.0 us: 25.00x (goal > 1x in every round; rounds 25.00x-25.00x)"},
+		{"NOT met", table(500, 20), "verdict (p99 clat): NOT met: kthread per-CPU FIFO-low 500.0 us, best opponent inline (go-fuse handler) 20.00 us: 0.04x (goal > 1x in every round; rounds 0.04x-0.04x)"},
+		{"stalled", stalledHogs(t), "verdict (p99 clat): not decided (the rounds disagree): kthread per-CPU FIFO-low 20.00 us, best opponent gowq default queue 300.0 us: 15.00x (goal > 1x in every round; rounds 0.01x-15.00x)"},
+	} {
+		if got := c.tb.Verdict.Text; got != c.want {
+			t.Errorf("%s: verdict\n%s\nwant\n%s", c.name, got, c.want)
+		}
+		if v := c.tb.Verdict.Text; strings.Contains(v, "\n") || len(v) > 200 {
+			t.Errorf("%s: verdict of %d characters or several lines: %q", c.name, len(v), v)
+		}
+	}
+}

@@ -7,42 +7,53 @@ import (
 	"strings"
 )
 
-// TableAnswer is one table's part of the report's answer: the gowq row
-// (a workqueue or a kthread set) that measured best on the table's
-// latency metric in the whole run, the next gowq row, and the best
-// outside pool (a Go executor).
+// TableAnswer is one table's part of the report's answer: the workqueue
+// row that measured best on the table's latency metric in the whole run,
+// the next workqueue row, the best kthread set and the best outside pool
+// (a Go executor).
+//
+// The answer ranks workqueue rows only (KindGowq: a wq class and queue
+// type), because the title's question is which workqueue class to use. A
+// kthread set (KindKthread: package kthread's kthread_worker pool) is
+// gowq's too, but it is another API, measured in one table only: it is
+// named beside the winner, with its margin, never ranked as a class.
 type TableAnswer struct {
 	Scenario string
 	Metric   string // e.g. "avg clat", "p99 queue->start"
-	Best     *Row   // the best gowq row
-	Next     *Row   // the next gowq row, or nil
+	Best     *Row   // the best workqueue row
+	Next     *Row   // the next workqueue row, or nil
+	Kthread  *Row   // the best kthread set, or nil
 	Outside  *Row   // the best Go executor, or nil
 	// OutsideWins is set when an outside pool measured better than every
-	// gowq row.
+	// workqueue row; KthreadWins when the best kthread set did.
 	OutsideWins bool
+	KthreadWins bool
 	lower       bool // lower is better
 	get         func(*Row) float64
-	all         []*Row // every measured gowq row, best first
+	all         []*Row // every measured workqueue row, best first
 }
 
 // Answer is the report's answer to its title's question ("which worker
 // class should latency-critical work use on this machine?"), from the
-// whole run's figures of every table (Answer).
+// whole run's figures of every table (Answer). It ranks workqueue rows
+// only; kthread sets and outside pools are compared with the winner
+// (TableAnswer).
 type Answer struct {
 	Tables []TableAnswer
-	// Overall is the gowq row with the smallest geometric mean of its
-	// distance to each table's best gowq row, among the rows measured in
-	// the most tables; Worst is its largest such distance, NextOverall the
-	// runner-up and its mean. Nil when no table has a gowq row.
+	// Overall is the workqueue row with the smallest geometric mean of
+	// its distance to each table's best workqueue row, among the rows
+	// measured in the most tables; Worst is its largest such distance,
+	// NextOverall the runner-up and its mean. Nil when no table has a
+	// workqueue row.
 	Overall     *Row
 	OverallMean float64
 	Worst       float64
-	BestIn      int // tables where Overall is the best gowq row
+	BestIn      int // tables where Overall is the best workqueue row
 	NextOverall *Row
 	NextMean    float64
 	// Text is the answer in one line: Headline (the overall row and its
-	// margins), then Details (each table's best gowq row, and where an
-	// outside pool beat them all).
+	// margins), then Details (each table's best workqueue row, where a
+	// kthread set beat it or not, and where an outside pool beat it).
 	Text, Headline, Details string
 }
 
@@ -63,9 +74,11 @@ func answerMetric(s *ScenarioResult) (name string, get func(*Row) float64, lower
 }
 
 // Answer derives the report's one-line answer from every table that ran:
-// per table the best gowq row with its margin over the next gowq row,
-// the tables where an outside Go pool beat every gowq row, and overall
-// the gowq row closest to the best in every table. It uses the whole
+// per table the best workqueue row with its margin over the next one, the
+// best kthread set's margin against it, the tables where an outside Go
+// pool beat every workqueue row, and overall the workqueue row closest
+// to the best in every table. Kthread rows are not workqueue rows: they
+// never become Best, Next or Overall. It uses the whole
 // run's figures; the verdicts say which margins every round confirms.
 func (r *Results) Answer() Answer {
 	var a Answer
@@ -86,7 +99,7 @@ func (r *Results) Answer() Answer {
 			return get(x) > get(y)
 		}
 		ta := TableAnswer{Scenario: s.Name, Metric: name, lower: lower, get: get}
-		var gowq []*Row
+		var wqRows []*Row
 		for j := range s.Rows {
 			x := &s.Rows[j]
 			if !measured(x) || !finite(get(x)) || x.Batch > 0 {
@@ -95,18 +108,22 @@ func (r *Results) Answer() Answer {
 				continue
 			}
 			switch x.Kind {
-			case KindGowq, KindKthread:
-				gowq = append(gowq, x)
+			case KindGowq:
+				wqRows = append(wqRows, x)
+			case KindKthread:
+				if ta.Kthread == nil || better(x, ta.Kthread) {
+					ta.Kthread = x
+				}
 			case KindBaseline:
 				if ta.Outside == nil || better(x, ta.Outside) {
 					ta.Outside = x
 				}
 			}
 		}
-		if len(gowq) == 0 {
+		if len(wqRows) == 0 {
 			continue
 		}
-		slices.SortStableFunc(gowq, func(x, y *Row) int {
+		slices.SortStableFunc(wqRows, func(x, y *Row) int {
 			switch {
 			case better(x, y):
 				return -1
@@ -115,11 +132,12 @@ func (r *Results) Answer() Answer {
 			}
 			return 0
 		})
-		ta.Best, ta.all = gowq[0], gowq
-		if len(gowq) > 1 {
-			ta.Next = gowq[1]
+		ta.Best, ta.all = wqRows[0], wqRows
+		if len(wqRows) > 1 {
+			ta.Next = wqRows[1]
 		}
 		ta.OutsideWins = ta.Outside != nil && better(ta.Outside, ta.Best)
+		ta.KthreadWins = ta.Kthread != nil && better(ta.Kthread, ta.Best)
 		a.Tables = append(a.Tables, ta)
 	}
 	a.overall()
@@ -128,7 +146,7 @@ func (r *Results) Answer() Answer {
 	return a
 }
 
-// distance is how far row x is behind the table's best gowq row: 1 for
+// distance is how far row x is behind the table's best workqueue row: 1 for
 // the best, 2 for twice its latency.
 func (t *TableAnswer) distance(x *Row) float64 {
 	b, v := t.get(t.Best), t.get(x)
@@ -207,19 +225,19 @@ func (a *Answer) overall() {
 
 func (a *Answer) text() (headline, details string) {
 	if len(a.Tables) == 0 || a.Overall == nil {
-		return "answer: no gowq row was measured, so this run cannot say which class to use.", ""
+		return "answer: no workqueue row was measured, so this run cannot say which class to use.", ""
 	}
 	var b strings.Builder
 	switch {
 	case len(a.Tables) == 1:
-		fmt.Fprintf(&b, "answer for this machine: %s, the best gowq row of the one table measured", a.Overall.Label)
+		fmt.Fprintf(&b, "answer for this machine: %s, the best workqueue row of the one table measured", a.Overall.Label)
 	case a.BestIn == len(a.Tables):
-		fmt.Fprintf(&b, "answer for this machine: %s, the best gowq row in every table (%d)", a.Overall.Label, len(a.Tables))
+		fmt.Fprintf(&b, "answer for this machine: %s, the best workqueue row in every table (%d)", a.Overall.Label, len(a.Tables))
 	case a.BestIn == 0:
-		fmt.Fprintf(&b, "answer for this machine: %s, the best gowq row in no table but at most %.2fx behind the best in each",
+		fmt.Fprintf(&b, "answer for this machine: %s, the best workqueue row in no table but at most %.2fx behind the best in each",
 			a.Overall.Label, a.Worst)
 	default:
-		fmt.Fprintf(&b, "answer for this machine: %s, the best gowq row in %d of %d tables and at most %.2fx behind the best in the others",
+		fmt.Fprintf(&b, "answer for this machine: %s, the best workqueue row in %d of %d tables and at most %.2fx behind the best in the others",
 			a.Overall.Label, a.BestIn, len(a.Tables), a.Worst)
 	}
 	if a.NextOverall != nil {
@@ -235,8 +253,8 @@ func (a *Answer) text() (headline, details string) {
 	b.WriteString(".")
 	headline = b.String()
 	b.Reset()
-	b.WriteString("Best gowq row per table: ")
-	var parts, outside []string
+	b.WriteString("Best workqueue row per table: ")
+	var parts, kthreads, outside []string
 	for i := range a.Tables {
 		t := &a.Tables[i]
 		p := fmt.Sprintf("%s %s %s", t.Scenario, t.Best.Label, fmtAnswer(t, t.Best))
@@ -244,16 +262,27 @@ func (a *Answer) text() (headline, details string) {
 			p += fmt.Sprintf(" (%.2fx ahead of %s)", t.distance(t.Next), t.Next.Label)
 		}
 		parts = append(parts, p)
+		if t.Kthread != nil {
+			rel := fmt.Sprintf("%.2fx behind", t.distance(t.Kthread))
+			if t.KthreadWins {
+				rel = fmt.Sprintf("%.2fx ahead of", 1/t.distance(t.Kthread))
+			}
+			kthreads = append(kthreads, fmt.Sprintf("%s %s %s (%s %s)", t.Scenario, t.Kthread.Label,
+				fmtAnswer(t, t.Kthread), rel, t.Best.Label))
+		}
 		if t.OutsideWins {
 			outside = append(outside, fmt.Sprintf("%s (%s %s, %.2fx better than %s)", t.Scenario, t.Outside.Label,
 				fmtAnswer(t, t.Outside), 1/t.distance(t.Outside), t.Best.Label))
 		}
 	}
 	b.WriteString(strings.Join(parts, "; "))
+	if len(kthreads) > 0 {
+		b.WriteString(". Best kthread set (package kthread, not ranked as a class): " + strings.Join(kthreads, "; "))
+	}
 	if len(outside) > 0 {
-		b.WriteString(". An outside Go pool beat every gowq row in " + strings.Join(outside, ", "))
+		b.WriteString(". An outside Go pool beat every workqueue row in " + strings.Join(outside, ", "))
 	} else {
-		b.WriteString(". No outside Go pool beat the best gowq row in any table")
+		b.WriteString(". No outside Go pool beat the best workqueue row in any table")
 	}
 	b.WriteString(". Whole-run figures, us; the verdicts say which margins every round confirms.")
 	return headline, b.String()

@@ -7,8 +7,8 @@ import (
 )
 
 // answerResults is two tables with known figures: in submit (p98) RT
-// unbound strict is the best gowq row and the go statement beats every
-// gowq row; in delayed (p99) RT per-CPU is the best, and no outside pool
+// unbound strict is the best workqueue row and the go statement beats every
+// workqueue row; in delayed (p99) RT per-CPU is the best, and no outside pool
 // beats it (a batched row, the same queue queued another way, does not
 // count).
 func answerResults() *Results {
@@ -27,10 +27,10 @@ func answerResults() *Results {
 }
 
 // TestAnswerNamesBestRowsAndOutsideWins: the answer names the best gowq
-// row of each table with its margin over the next gowq row, the overall
+// row of each table with its margin over the next workqueue row, the overall
 // row with its worst distance and the runner-up, and the table where an
-// outside pool beat every gowq row (catches an answer that counts a Go
-// pool as a gowq row, ranks by the wrong direction, or hides the loss).
+// outside pool beat every workqueue row (catches an answer that counts a Go
+// pool as a workqueue row, ranks by the wrong direction, or hides the loss).
 func TestAnswerNamesBestRowsAndOutsideWins(t *testing.T) {
 	a := answerResults().Answer()
 	if len(a.Tables) != 2 {
@@ -50,20 +50,20 @@ func TestAnswerNamesBestRowsAndOutsideWins(t *testing.T) {
 		t.Errorf("overall %+v (best in %d), next %+v", a.Overall, a.BestIn, a.NextOverall)
 	}
 	for _, want := range []string{
-		"answer for this machine: RT per-CPU, the best gowq row in 1 of 2 tables and at most 1.20x behind the best in the others",
+		"answer for this machine: RT per-CPU, the best workqueue row in 1 of 2 tables and at most 1.20x behind the best in the others",
 		"next: RT unbound strict",
 		"submit RT unbound strict 10.00 (1.20x ahead of RT per-CPU)",
 		"delayed RT per-CPU 30.00 (1.33x ahead of RT unbound strict)",
-		"An outside Go pool beat every gowq row in submit (go statement 5.00, 2.00x better than RT unbound strict)",
+		"An outside Go pool beat every workqueue row in submit (go statement 5.00, 2.00x better than RT unbound strict)",
 	} {
 		if !strings.Contains(a.Text, want) {
 			t.Errorf("answer lacks %q:\n%s", want, a.Text)
 		}
 	}
 	if strings.Contains(a.Text, "delayed (go") {
-		t.Errorf("answer says a pool beat gowq in delayed:\n%s", a.Text)
+		t.Errorf("answer says a pool beat the workqueue rows in delayed:\n%s", a.Text)
 	}
-	if got := (&Results{}).Answer().Text; !strings.Contains(got, "no gowq row was measured") {
+	if got := (&Results{}).Answer().Text; !strings.Contains(got, "no workqueue row was measured") {
 		t.Errorf("empty run's answer %q", got)
 	}
 	if s := answerResults().Summary(); !strings.Contains(s, "== summary ==\nanswer for this machine: ") {
@@ -109,8 +109,8 @@ func TestEveryTableNamesItsReference(t *testing.T) {
 
 // TestAnswerSaysWhenRunnerUpIsLevel: when the runner-up's geometric mean
 // prints the same as the overall row's, the headline says the run did not
-// separate them; when the overall row is the best gowq row in no table,
-// it does not read "the best gowq row in 0 of N tables" (catches a
+// separate them; when the overall row is the best workqueue row in no table,
+// it does not read "the best workqueue row in 0 of N tables" (catches a
 // headline that names one row as the answer on a margin its own figures
 // do not show).
 func TestAnswerSaysWhenRunnerUpIsLevel(t *testing.T) {
@@ -147,8 +147,52 @@ func TestAnswerSaysWhenRunnerUpIsLevel(t *testing.T) {
 	if a.Overall == nil || a.Overall.ID != "rt-percpu" || a.BestIn != 0 {
 		t.Fatalf("overall %+v, best in %d; want rt-percpu, best in 0", a.Overall, a.BestIn)
 	}
-	want := "answer for this machine: RT per-CPU, the best gowq row in no table but at most 1.05x behind the best in each (geometric mean 1.05x; next:"
+	want := "answer for this machine: RT per-CPU, the best workqueue row in no table but at most 1.05x behind the best in each (geometric mean 1.05x; next:"
 	if !strings.HasPrefix(a.Headline, want) {
 		t.Errorf("headline\n%s\nwant it to open with\n%s", a.Headline, want)
+	}
+}
+
+// TestAnswerRanksWorkqueueRowsOnly: kthread sets (package kthread) are
+// named beside a table's best workqueue row with their margin, and never
+// become a table's best row or the overall answer, which names a
+// workqueue class (catches an answer that counts the kthread rows as
+// workqueue rows: with erofs alone, the FIFO-low kthread set would be the
+// answer for this machine).
+func TestAnswerRanksWorkqueueRowsOnly(t *testing.T) {
+	mk := func(id string, v float64) Row {
+		c, _ := configByID(id)
+		return Row{ID: id, Label: c.Label, Kind: c.Kind, Class: c.Class, Items: 100,
+			QueueToStart: Latency{Count: 100, AvgUs: v, P98Us: v}}
+	}
+	erofs := ScenarioResult{Name: Erofs, Rows: []Row{mk("rt-percpu", 12), mk("rt-unbound", 10),
+		mk("kthread", 9), mk("kthread-fifo", 8), mk("ants", 20)}}
+	for _, res := range []*Results{
+		{Scenarios: []ScenarioResult{erofs}},
+		{Scenarios: []ScenarioResult{erofs, {Name: Submit, Rows: []Row{mk("rt-percpu", 10), mk("rt-unbound", 11)}}}},
+	} {
+		a := res.Answer()
+		e := a.Tables[0]
+		if e.Best == nil || e.Best.ID != "rt-unbound" || e.Next == nil || e.Next.ID != "rt-percpu" {
+			t.Errorf("%d tables: erofs best %+v, next %+v; want rt-unbound, then rt-percpu", len(a.Tables), e.Best, e.Next)
+		}
+		if e.Kthread == nil || e.Kthread.ID != "kthread-fifo" || !e.KthreadWins || e.OutsideWins {
+			t.Errorf("%d tables: erofs kthread %+v (wins %v), outside wins %v; want kthread-fifo, winning",
+				len(a.Tables), e.Kthread, e.KthreadWins, e.OutsideWins)
+		}
+		if a.Overall == nil || a.Overall.Kind != KindGowq || (a.NextOverall != nil && a.NextOverall.Kind != KindGowq) {
+			t.Errorf("%d tables: overall %+v, next %+v; want workqueue rows", len(a.Tables), a.Overall, a.NextOverall)
+		}
+		for _, want := range []string{
+			"erofs RT unbound strict 10.00 (1.20x ahead of RT per-CPU)",
+			"Best kthread set (package kthread, not ranked as a class): erofs kthread per-CPU FIFO-low 8.00 (1.25x ahead of RT unbound strict)",
+		} {
+			if !strings.Contains(a.Text, want) {
+				t.Errorf("%d tables: answer lacks %q:\n%s", len(a.Tables), want, a.Text)
+			}
+		}
+		if strings.Contains(a.Headline, "kthread") {
+			t.Errorf("%d tables: the headline names a kthread set:\n%s", len(a.Tables), a.Headline)
+		}
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestThroughputQuick runs the throughput scenario at --quick size on a
@@ -13,11 +15,13 @@ import (
 // the counts are the planned ones, rates and CPU are positive, the ants
 // row is 1.00x itself, and the channel pool allocates nothing per item.
 func TestThroughputQuick(t *testing.T) {
+	t0 := time.Now()
 	res, err := Run(context.Background(), Options{Scenarios: []string{Throughput}, Quick: true,
 		Configs: []string{"normal-percpu", "rt-unbound", "chan", "ants"}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	elapsed := time.Since(t0).Seconds()
 	s := res.Scenario(Throughput)
 	if s == nil || s.Skipped || len(s.Rows) != 4 {
 		t.Fatalf("scenario %+v", s)
@@ -34,15 +38,26 @@ func TestThroughputQuick(t *testing.T) {
 		if r.Items != throughputQuickSparse || r.QueueToStart.MedianUs <= 0 || r.QueueToStart.MaxUs < r.QueueToStart.MedianUs {
 			t.Errorf("%s: %d sparse items, latency %+v", r.ID, r.Items, r.QueueToStart)
 		}
-		if tp == nil || tp.Items != throughputQuickItems || tp.ItemsPerSec <= 1000 || tp.CPUSecPerMItems <= 0 ||
-			tp.AllocsPerItem < 0 || tp.VsAnts <= 0 {
+		// Rates are checked for sense, not speed: on a loaded machine
+		// under nice 19 the RT row ran 800 items/s once (rounds of 485 to
+		// 1795), so a floor of 1000 failed. The phases ran within Run, so
+		// the rate is at least the items over Run's time (a unit error
+		// falls below it), and the whole run's rate, the items over the
+		// rounds' time, lies within the rounds' range.
+		if tp == nil || tp.Items != throughputQuickItems || tp.ItemsPerSec < float64(tp.Items)/elapsed || tp.CPUSecPerMItems <= 0 ||
+			tp.AllocsPerItem < 0 || tp.VsAnts <= 0 || len(tp.RoundsPerSec) == 0 ||
+			tp.ItemsPerSec < slices.Min(tp.RoundsPerSec)*(1-1e-9) || tp.ItemsPerSec > slices.Max(tp.RoundsPerSec)*(1+1e-9) {
 			t.Errorf("%s: back to back %+v", r.ID, tp)
 		}
 	}
 	if a := s.Row("ants").Throughput; a == nil || a.VsAnts != 1 {
 		t.Errorf("ants row %+v, want 1x itself", a)
 	}
-	if c := s.Row("chan").Throughput; c == nil || c.AllocsPerItem > 0.05 {
+	// Allocations are counted process-wide over the phase, so the
+	// process's own background allocations count too, more the longer the
+	// phase: 0.0523 per item once on a loaded machine (a 6 s phase). An
+	// allocation per item is at least 1.
+	if c := s.Row("chan").Throughput; c == nil || c.AllocsPerItem > 0.5 {
 		t.Errorf("chan pool allocates: %+v", c)
 	}
 	// Decided or not depends on the rounds' spread on a loaded machine;
@@ -54,11 +69,24 @@ func TestThroughputQuick(t *testing.T) {
 	if err := s.WriteTable(&b); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"== throughput: ", "| idle p50 | idle p99 | idle max | items/s | x ants | allocs/item | CPU s/M items |",
-		"| ants/v2 ", "1.00x", "4 rounds", "through a ring of 64"} {
+	for _, want := range []string{"== throughput: ", "| ants/v2 ", "1.00x", "4 rounds", "through a ring of 64"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
+	}
+	// The headings, whatever the columns' widths: a wide figure (a chan
+	// pool at 205.18x ants' on a loaded machine) widens its column.
+	var heads []string
+	for _, line := range strings.Split(b.String(), "\n") {
+		if strings.HasPrefix(line, "| config ") {
+			for _, c := range strings.Split(strings.Trim(line, "|"), "|") {
+				heads = append(heads, strings.TrimSpace(c))
+			}
+		}
+	}
+	if want := []string{"idle p50", "idle p99", "idle max", "items/s", "x ants", "allocs/item", "CPU s/M items"}; len(heads) < len(want) ||
+		!slices.Equal(heads[len(heads)-len(want):], want) {
+		t.Errorf("table headings %q, want them to end with %q:\n%s", heads, want, b.String())
 	}
 }
 
