@@ -228,8 +228,14 @@ func TestDrainKeepsFiredDelayedItems(t *testing.T) {
 	if err := q.DrainContext(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if ran.Load() != 1 {
-		t.Errorf("a delayed item that fired during Drain ran %d times, want 1", ran.Load())
+	if ran.Load() == 0 {
+		// The 2 ms timer fired after the 20 ms blocker (a busy machine):
+		// the item is queued after Drain, and must still run.
+		t.Log("the timer fired after Drain returned")
+	}
+	waitFor(t, "the delayed item's run", func() bool { return ran.Load() >= 1 })
+	if n := ran.Load(); n != 1 {
+		t.Errorf("a delayed item that fired during Drain ran %d times, want 1", n)
 	}
 }
 
