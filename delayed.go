@@ -168,15 +168,16 @@ func (q *Workqueue) wakeTimerWaiterLocked() {
 // arm queues the pending item after d on q (cpu may be cpuUnbound), as
 // an instance of kind k (admitNew; from ModDelayed, admitBack for one
 // pending on q before, admitMoved for one taken off another queue).
-// PENDING must be owned by the caller. It returns false when q refused
-// the item (admit.go, or arming closed by Destroy); PENDING is then
-// released and the refusal reported. An instance of kind admitBack or
-// admitMoved whose arming Destroy closed is queued at once instead: it
-// was admitted before the destroy. Mirrors __queue_delayed_work.
-func (dw *DelayedWork) arm(q *Workqueue, cpu int, d time.Duration, k admitKind) bool {
-	const op = "queue_delayed_work_on"
+// PENDING must be owned by the caller. It returns nil, or the refusal
+// when q refused the item (admit.go, or arming closed by Destroy);
+// PENDING is then released, and the caller reports the refusal once it
+// holds nothing a handler could wait for (ModDelayed: its transit). An
+// instance of kind admitBack or admitMoved whose arming Destroy closed is
+// queued at once instead: it was admitted before the destroy. Mirrors
+// __queue_delayed_work.
+func (dw *DelayedWork) arm(q *Workqueue, cpu int, d time.Duration, k admitKind) error {
 	if d <= 0 {
-		return q.queuePendedFrom(cpu, &dw.Work, k)
+		return q.queuePendedErr(cpu, &dw.Work, k, nil)
 	}
 	ak := admitArm
 	switch k {
@@ -186,7 +187,7 @@ func (dw *DelayedWork) arm(q *Workqueue, cpu int, d time.Duration, k admitKind) 
 		ak = admitMovedArm
 	}
 	if err := q.admitPended(&dw.Work, ak); err != nil {
-		return q.result(op, &dw.Work, err)
+		return err
 	}
 	if cpu == cpuUnbound && !q.unbound {
 		// A per-CPU queue keeps the locality of the queueing CPU, as a
@@ -201,11 +202,11 @@ func (dw *DelayedWork) arm(q *Workqueue, cpu int, d time.Duration, k admitKind) 
 		if k == admitBack || k == admitMoved {
 			// Admitted before the destroy began (ModDelayed, in transit:
 			// Destroy's drain comes after it): queued at once.
-			return q.queuePendedFrom(cpu, &dw.Work, k)
+			return q.queuePendedErr(cpu, &dw.Work, k, nil)
 		}
 		dw.markCancelled()
 		dw.release()
-		return q.result(op, &dw.Work, errDestroying) // arming closed by Destroy
+		return errDestroying // arming closed by Destroy
 	}
 	dw.wq.Store(q)
 	dw.cpu.Store(int32(cpu))
@@ -214,7 +215,7 @@ func (dw *DelayedWork) arm(q *Workqueue, cpu int, d time.Duration, k admitKind) 
 	dw.timer.Reset(d, q.timerBaseLocked(cpu))
 	q.timerMu.Unlock()
 	dw.mu.Unlock()
-	return true
+	return nil
 }
 
 // Flush queues the item at once if its timer is armed and then waits like
