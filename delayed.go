@@ -58,32 +58,38 @@ func (l *timerList) remove(dw *DelayedWork) { l.Remove(&dw.tnode) }
 // stopTimer stops an armed timer. It returns true when it stopped it: the
 // caller then owns the armed instance's PENDING. Lock order: Work.mu, then
 // the queue's timerMu.
-func (dw *DelayedWork) stopTimer() bool { q, _ := dw.stopTimerQ(nil, false); return q != nil }
+func (dw *DelayedWork) stopTimer() bool { q, _, _ := dw.stopTimerQ(nil, false, nil); return q != nil }
 
 // stopTimerOn is stopTimer limited to an arming on q (nil: any queue).
 func (dw *DelayedWork) stopTimerOn(q *Workqueue) bool {
-	aq, _ := dw.stopTimerQ(q, false)
+	aq, _, _ := dw.stopTimerQ(q, false, nil)
 	return aq != nil
 }
 
 // stopTimerQ is stopTimerOn returning the queue the timer was armed on
 // (nil when it stopped nothing), and whether Destroy had closed its
 // timers then. With transit, the instance is counted as firing on that
-// queue (closeTimers waits for it) until the caller's fire.
-func (dw *DelayedWork) stopTimerQ(q *Workqueue, transit bool) (aq *Workqueue, closed bool) {
+// queue (closeTimers waits for it) until the caller's fire. With to
+// non-nil (ModDelayed to to), a timer is left armed if the item runs on
+// a queue other than to (elsewhere), checked under Work.mu: an armed
+// instance armed after an instance started has the runner in sight.
+func (dw *DelayedWork) stopTimerQ(q *Workqueue, transit bool, to *Workqueue) (aq *Workqueue, closed, elsewhere bool) {
 	if !dw.timer.Ready() {
-		return nil, false
+		return nil, false, false
 	}
 	dw.mu.Lock()
 	defer dw.mu.Unlock()
 	aq = dw.armedOn
 	if aq == nil || (q != nil && aq != q) {
-		return nil, false
+		return nil, false, false
+	}
+	if to != nil && dw.runsElsewhere(to) {
+		return nil, false, true
 	}
 	aq.timerMu.Lock()
 	defer aq.timerMu.Unlock()
 	if !dw.timer.Stop() {
-		return nil, false // firing: timerFn owns it now
+		return nil, false, false // firing: timerFn owns it now
 	}
 	aq.armed.remove(dw)
 	dw.armedOn = nil
@@ -92,7 +98,7 @@ func (dw *DelayedWork) stopTimerQ(q *Workqueue, transit bool) (aq *Workqueue, cl
 	} else {
 		aq.wakeTimerWaiterLocked()
 	}
-	return aq, aq.timersClosed
+	return aq, aq.timersClosed, false
 }
 
 // timerFn runs on the Go timer's goroutine, or on the RT timer thread for
@@ -235,7 +241,7 @@ func (dw *DelayedWork) FlushContext(ctx context.Context) (bool, error) {
 	// Counted as firing (stopTimerQ with transit) until queued, as when
 	// its timer fires: a Destroy that began meanwhile waits for it in
 	// closeTimers, before its drain.
-	q, closed := dw.stopTimerQ(nil, true)
+	q, closed, _ := dw.stopTimerQ(nil, true, nil)
 	if q == nil {
 		return dw.Work.FlushContext(ctx)
 	}

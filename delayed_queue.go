@@ -135,13 +135,19 @@ func (q *Workqueue) modDelayedOn(op string, cpu int, dw *DelayedWork, d time.Dur
 	}
 	// Deferred too, for a tracer that calls runtime.Goexit in queue_work.
 	defer endTransit()
-	r, from := dw.grabFrom()
+	r, from := dw.grabFrom(q)
 	switch r {
 	case grabHeld:
 		return true
 	case grabSelf:
 		endTransit()
 		q.reportError(op, dw.Func(), ErrDeadlock)
+		return false
+	case grabElsewhere:
+		// Started on another queue since the check above and pending
+		// again there: refused, and left pending where it is.
+		endTransit()
+		q.reportError(op, dw.Func(), q.otherQueueErr(&dw.Work))
 		return false
 	}
 	was := r == grabPending

@@ -506,3 +506,54 @@ func allocUnlessHung(t *testing.T, name string, opts ...wq.Option) *wq.Workqueue
 	})
 	return q
 }
+
+// TestModDelayedRefusedElsewhereLeavesPendingInstance: an item that
+// requeues itself on queue p from its function is pending on p, or
+// running there and pending again. ModDelayed to q either moves the
+// pending instance (returns true: it was pending) or, while the item runs
+// on p, is refused with ErrOtherQueue and returns false, leaving the
+// pending instance on p. ModDelayed checks the other queue before its
+// grab; an instance that started in between must not make the grab take
+// the one queued again and cancel it (true returned, ErrOtherQueue
+// reported, the instance gone).
+func TestModDelayedRefusedElsewhereLeavesPendingInstance(t *testing.T) {
+	var refused atomic.Int64
+	q := allocUnlessHung(t, "mod-elsewhere-q", wq.WithErrorHandler(func(op, fn string, err error) {
+		if errors.Is(err, wq.ErrOtherQueue) {
+			refused.Add(1)
+		}
+	}))
+	p := allocUnlessHung(t, "mod-elsewhere-p")
+	var dw *wq.DelayedWork
+	dw = wq.NewDelayedWork(func() { p.Queue(&dw.Work) })
+	stop := func() {
+		dw.Disable()
+		dw.CancelSync()
+		dw.Enable()
+	}
+	defer stop()
+	deadline := time.Now().Add(2 * time.Second)
+	moved, checked := 0, 0
+	for time.Now().Before(deadline) {
+		if !p.Queue(&dw.Work) {
+			t.Fatal("Queue on p of the idle item = false")
+		}
+		for i := 0; i < 1000; i++ {
+			before := refused.Load()
+			was := q.ModDelayed(dw, time.Hour)
+			if refused.Load() == before {
+				moved++ // armed on q: start again on p
+				break
+			}
+			checked++
+			if was {
+				t.Fatalf("ModDelayed refused with ErrOtherQueue returned true: it took the instance pending on p and cancelled it (after %d refusals)", checked)
+			}
+		}
+		stop()
+	}
+	t.Logf("%d refusals, %d moves", checked, moved)
+	if checked == 0 {
+		t.Skip("ModDelayed was never refused (the item was never seen running on p)")
+	}
+}
