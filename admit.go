@@ -2,10 +2,10 @@ package wq
 
 import (
 	"fmt"
-	"sync/atomic"
 )
 
-// Admission: the one way into a queue, and the queue's lifecycle.
+// Admission: the one way into a queue. The lifecycle it checks is in
+// lifecycle.go.
 //
 // Every entry that gives q a new or returning instance of an item passes
 // the same checks, in the same order:
@@ -26,104 +26,6 @@ import (
 // name; the error calls return it and report nothing. Steps 1-3 change
 // nothing; ModDelayed, whose grab changes the item, also checks the
 // lifecycle and the other queue before the grab.
-//
-// The lifecycle is one word, lifeState: live; draining(n), while n Drain
-// calls run; destroying, from the start of Destroy; destroyed, once its
-// drain is over and the pools are released. What each entry accepts:
-//
-//	entry                        live  draining(n)  destroying     destroyed
-//	new, from outside q's items  yes   ErrDraining  errDestroying  ErrDestroyed
-//	new, from q's own items      yes   yes          yes            (none runs)
-//	armed, from outside          yes   ErrDraining  errDestroying  ErrDestroyed
-//	armed, from q's own items    yes   yes          errDestroying  (none runs)
-//	comes back                   yes   yes          yes (*)        ErrDestroyed
-//
-// "New" is Queue*, Go*, Submit, Group.Go, QueueKeyed*, QueueBatch,
-// QueueContext, and QueueDelayed*/ModDelayed* of an idle item with no
-// delay; "armed" the same two with a delay. "Comes back" is an instance
-// admitted before: a timer that fired, DelayedWork.Flush of the armed
-// instance, a key's next item, and ModDelayed of an instance pending on q
-// that passed its lifecycle check, which ModDelayed makes before its grab
-// as for a new instance (re-armed, or queued at once where arming is
-// closed): from outside q's items while q drains, ModDelayed is refused
-// and the pending instance stays as it was. An instance ModDelayed takes
-// off another queue after that check is new for q but not checked again
-// for the lifecycle (admitMoved): it is gone from the other queue, and a
-// drain or destroy that began since waits for it. errDestroying
-// matches ErrDestroyed and ErrDraining. MaxPending applies to new
-// instances when they are queued (an armed one when its timer fires),
-// never to those that come back. (*) An armed instance taken off its timer
-// after Destroy closed the timers is cancelled and reported with the
-// other armed items (ErrDelayedPending): Destroy cancels what is armed.
-// Chained work is accepted while q drains, as is_chained_work allows:
-// the drain waits for the item that queues it, so it cannot be left
-// behind.
-//
-// Two report bits ride on the word: ErrDestroyed is reported once per
-// queue, ErrDraining once per drain (a new drain clears its bit).
-//
-// Why the pwqs need a closed state of their own (pwq.dead), beside the
-// queue's word. The word is read without a lock, before the item is
-// linked: a queuer may read "live", be preempted, and link its item after
-// Destroy's drain found q empty; its item would then sit on a pwq whose
-// pool Destroy released, and never run. Destroy therefore ends its drain
-// by marking every pwq dead, under each pool lock, only while the pwq is
-// empty (markDead): a queuer that links first makes the marking fail and
-// Destroy drains again; a queuer that comes after finds its pwq dead and
-// is refused once the word says destroyed. The word alone would lose such
-// items; the dead marks alone would make every queue call take a pool
-// lock to learn that q is closing, and could not express Drain, which
-// keeps the pwqs. The timers are the same pair: timersClosed under
-// timerMu closes arming, and firing counts the armed instances taken off
-// the armed list (a timer that fired, DelayedWork.Flush, ModDelayed) until
-// they are queued, so that closeTimers, which Destroy runs before its
-// drain, waits for them instead of draining past them.
-type lifeState struct{ w atomic.Uint64 }
-
-// lifeWord is a value of lifeState.
-type lifeWord uint64
-
-const (
-	lifeDrainMask   lifeWord = 1<<32 - 1 // Drain calls in progress (draining(n))
-	lifeDestroying  lifeWord = 1 << 32   // Destroy began
-	lifeDestroyed   lifeWord = 1 << 33   // Destroy finished its drain
-	lifeRepDestroy  lifeWord = 1 << 34   // ErrDestroyed was reported
-	lifeRepDraining lifeWord = 1 << 35   // ErrDraining was reported in the current drain
-)
-
-func (l *lifeState) load() lifeWord { return lifeWord(l.w.Load()) }
-
-// update applies f to the word atomically and returns the new word.
-func (l *lifeState) update(f func(lifeWord) lifeWord) lifeWord {
-	for {
-		old := l.w.Load()
-		nw := f(lifeWord(old))
-		if l.w.CompareAndSwap(old, uint64(nw)) {
-			return nw
-		}
-	}
-}
-
-// destroyed: every entry is refused.
-func (s lifeWord) destroyed() bool { return s&lifeDestroyed != 0 }
-
-// destroying: Destroy began (also once it is over); no attribute change
-// installs pwqs from then on.
-func (s lifeWord) destroying() bool { return s&(lifeDestroying|lifeDestroyed) != 0 }
-
-// refusing: new instances from outside q's own items are refused.
-func (s lifeWord) refusing() bool { return s&(lifeDrainMask|lifeDestroying|lifeDestroyed) != 0 }
-
-// drains is the n of draining(n).
-func (s lifeWord) drains() int { return int(s & lifeDrainMask) }
-
-// beginDrain enters draining (Drain): one more drain, its report to come.
-func (q *Workqueue) beginDrain() {
-	q.life.update(func(s lifeWord) lifeWord { return (s + 1) &^ lifeRepDraining })
-}
-
-// endDrain leaves one drain.
-func (q *Workqueue) endDrain() { q.life.update(func(s lifeWord) lifeWord { return s - 1 }) }
 
 // admitKind says what an entry brings to q.
 type admitKind uint8

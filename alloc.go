@@ -2,8 +2,6 @@ package wq
 
 import (
 	"fmt"
-	"log/slog"
-	"time"
 
 	"github.com/gowq/wq/internal/report"
 	"github.com/gowq/wq/internal/topology"
@@ -167,48 +165,4 @@ func alloc(name string, flags Flags, maxActive int, opts []Option) (*Workqueue, 
 		_ = q.SetEscapeAfter(o.escapeAfter) // validated above
 	}
 	return q, nil
-}
-
-// Option adjusts Alloc.
-type Option func(*options)
-
-type options struct {
-	fallback     bool
-	panicHandler func(PanicInfo)
-	errorHandler func(op, fn string, err error)
-	escapeAfter  time.Duration
-	escapeSet    bool
-	threads      bool // Threads: thread workers even where goroutines would do
-	maxPending   int
-	logger       *slog.Logger
-}
-
-// AllowRTFallback makes Alloc of an RT queue that the process may not run
-// at SCHED_FIFO fall back, with a slog warning, instead of failing with
-// ErrPermission: to the HighPri class (nice -20) when the process may take
-// nice -20, else to the normal class (nice 0), as an unprivileged process
-// without RLIMIT_NICE gets. A HighPri queue without the privilege for nice
-// -20 falls back to the normal class likewise. Stats() shows the class
-// obtained (Policy), Fallback true and FallbackReason the refusals: for an
-// RT queue that got the normal class, both SCHED_FIFO's and nice -20's.
-func AllowRTFallback() Option { return func(o *options) { o.fallback = true } }
-
-// WithPanicHandler gives the queue its own panic handler: panics of work
-// functions run from this queue call h, as SetPanicHandler describes,
-// instead of the process-wide handler. nil (the default) means the
-// process-wide one (SetPanicHandler, or its slog default). So that two
-// libraries in one program each see their own panics.
-func WithPanicHandler(h func(PanicInfo)) Option {
-	return func(o *options) { o.panicHandler = h }
-}
-
-// WithErrorHandler gives the queue its own error handler: usage errors of
-// operations on this queue (queueing on it, QueueDelayed, ModDelayed,
-// Flush, Drain, Destroy) call h, as SetErrorHandler describes, instead of
-// the process-wide handler. nil (the default) means the process-wide one
-// (SetErrorHandler, or its slog default). Errors of operations on an item
-// alone (Work.Flush, Work.Cancel, ...) and of the shared worker pools
-// still go to the process-wide handler.
-func WithErrorHandler(h func(op, fn string, err error)) Option {
-	return func(o *options) { o.errorHandler = h }
 }

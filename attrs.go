@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -128,51 +127,6 @@ func (q *Workqueue) SetAffinityStrict(strict bool) error {
 // Globals.
 
 var unboundMask atomic.Pointer[topology.CPUSet]
-
-// SetUnboundCPUMask restricts every unbound queue to cpus (the kernel's
-// workqueue/cpumask, wq_unbound_cpumask); nil or empty restores all CPUs.
-// A queue with its own cpumask uses the CPUs of both masks, or the global
-// mask alone when they have none in common, as the kernel's
-// apply_wqattrs_prepare does; the live queues are re-applied at once. A
-// mask with no online CPU returns ErrInvalidArgument, and so does one that
-// the workers of a live unbound queue could not be pinned to (each queue's
-// pools are probed as by SetCPUMask), and so does a CPU id outside
-// 0..65535; nothing changes then.
-func SetUnboundCPUMask(cpus []int) error {
-	attrMu.Lock()
-	defer attrMu.Unlock()
-	for _, c := range cpus {
-		if c < 0 || c >= topology.MaxCPUs {
-			return fmt.Errorf("%w: unbound cpumask: CPU %d outside [0, %d]", ErrInvalidArgument, c, topology.MaxCPUs-1)
-		}
-	}
-	var g *topology.CPUSet
-	topo := currentTopology()
-	if len(cpus) > 0 {
-		m := topology.NewCPUSet(cpus...)
-		if m.And(topo.Online).IsEmpty() {
-			return fmt.Errorf("%w: unbound cpumask %v has no online CPU", ErrInvalidArgument, cpus)
-		}
-		g = &m
-	}
-	qs := liveQueues()
-	sort.Slice(qs, func(i, j int) bool { return qs[i].name < qs[j].name })
-	if old := unboundMask.Load(); (old == nil) != (g == nil) || (g != nil && !g.Equal(*old)) {
-		if err := checkQueues(qs, topo, g, nil); err != nil {
-			return fmt.Errorf("unbound cpumask %v: %w", cpus, err)
-		}
-	}
-	unboundMask.Store(g)
-	// Listed again after the store: a queue that Alloc registers from now
-	// on sees the new mask itself (see alloc), and one registered before
-	// is in this list.
-	for _, q := range liveQueues() {
-		if q.unbound {
-			q.reinstall(currentTopology())
-		}
-	}
-	return nil
-}
 
 // checkQueues validates the live unbound queues qs for the global unbound
 // mask g and, when scope is not nil, the default affinity scope *scope
@@ -364,4 +318,84 @@ func attrRangeOK(a *sched.Attr) bool {
 		return a.Priority >= 1 && a.Priority <= 99
 	}
 	return a.Priority == 0
+}
+
+// classFor returns the scheduling attributes of policy p now.
+func classFor(p Policy) classAttrs {
+	prio := int(rtPriority.Load())
+	switch p {
+	case PolicyFIFO:
+		return classAttrs{policy: sched.PolicyFIFO, prio: prio}
+	case PolicyHighPri:
+		if highPriFIFO.Load() {
+			return classAttrs{policy: sched.PolicyFIFO, prio: prio}
+		}
+		return classAttrs{policy: sched.PolicyNormal, nice: -20}
+	}
+	return classAttrs{policy: sched.PolicyNormal}
+}
+
+// resolveClass checks that the process may use policy p: statically
+// (capabilities and rlimits), then, for a class other than the normal one,
+// on a short-lived thread (the kernel may still refuse, e.g. SCHED_FIFO in
+// a cgroup without an RT budget). With fallback, an RT class not
+// permitted becomes HighPri, and a nice -20 not permitted becomes normal
+// (fellBack = true) and reason is why (the first blocker DiagnoseRefusal
+// finds for the class asked); without, the error wraps ErrPermission and
+// says the cause and the fix.
+func resolveClass(p Policy, fallback bool) (classAttrs, bool, string, error) {
+	c, fell, err := resolveClassProbe(p, fallback, true)
+	if !fell {
+		return c, false, "", err
+	}
+	// Why: the first blocker of the class asked for (error path only).
+	asked := classFor(p)
+	a := sched.Attr{Policy: asked.policy, Priority: asked.prio, Nice: asked.nice}
+	reason := sched.DiagnoseRefusal(a)[0].String()
+	if asked.rt() && !c.rt() && c.nice == 0 {
+		// RT fell past HighPri to normal: name the second refusal too, or
+		// the reader wonders why the queue did not get nice -20.
+		hp := sched.Attr{Policy: sched.PolicyNormal, Nice: -20}
+		reason += "; HighPri (nice -20) refused too: " + sched.DiagnoseRefusal(hp)[0].String()
+	}
+	return c, true, reason, nil
+}
+
+// resolveClassProbe is resolveClass; probe false skips the thread probe
+// (SetPolicy probes the exact workers itself). A probe that cannot run
+// because the process is at a thread limit leaves the static answer.
+func resolveClassProbe(p Policy, fallback, probe bool) (classAttrs, bool, error) {
+	c := classFor(p)
+	check := func(c classAttrs) error {
+		var err error
+		if c.rt() {
+			err = sched.CheckRT(c.prio)
+		} else {
+			err = sched.CheckNice(c.nice)
+		}
+		if err != nil || !probe || probeAttr(c) == nil {
+			return err
+		}
+		if err := probeWorker(nil, probeAttr(c)); err != nil && !errors.Is(err, ErrThreadLimit) {
+			return err
+		}
+		return nil
+	}
+	err := check(c)
+	if err == nil {
+		return c, false, nil
+	}
+	if !fallback {
+		if errors.Is(err, ErrPermission) {
+			return c, false, err
+		}
+		return c, false, fmt.Errorf("%w: %w", ErrPermission, err)
+	}
+	if c.rt() {
+		c = classAttrs{policy: sched.PolicyNormal, nice: -20}
+		if check(c) == nil {
+			return c, true, nil
+		}
+	}
+	return classAttrs{policy: sched.PolicyNormal}, true, nil
 }

@@ -61,33 +61,6 @@ type backpressure struct {
 	ch      chan struct{} // guarded by mu
 }
 
-// WithMaxPending bounds the items that may wait on the queue beyond
-// max_active to n: a queue of max_active m then holds at most m+n items at
-// once, counted from the queue call that admits an item until its
-// function returns (before Flush, Future.Wait or Group.Wait can return
-// for it), or until it is cancelled. An idle queue takes exactly m+n
-// items queued at once, whatever the scheduling, and so do many producers
-// racing. Past that, Queue, QueueOn, QueueNode, QueueKeyed, and
-// QueueDelayed and ModDelayed with no delay, return false and report
-// ErrQueueFull to the error handler (once until the count falls again,
-// like ErrDraining); QueueErr, Go and TryGo return ErrQueueFull; and the
-// calls that take a context wait for room until it is done: QueueContext,
-// GoContext, Submit and Group.Go (with the group's context).
-//
-// The corners: m is the queue's max_active at the time of the call
-// (MaxActive; SetMaxActive moves the bound and wakes the waiters). For a
-// per-CPU queue, whose max_active is per CPU, m+n bounds the whole queue.
-// Keyed items (QueueKeyed) count whether they wait for max_active or for
-// their key, so m+n keyed items of one key fill the queue while one of
-// them runs. Delayed items count from the moment their timer queues them,
-// not while armed, and a timer that fires is never refused: the count may
-// then exceed m+n for a while. Items that q's own items queue (chained
-// work) are bounded like any other. n = 0 (the default) is unbounded, as
-// the kernel's queues are; a negative n makes Alloc fail with
-// ErrInvalidArgument. A gowq extension, with pond's WithQueueSize and
-// ants' WithMaxBlockingTasks as precedents.
-func WithMaxPending(n int) Option { return func(o *options) { o.maxPending = n } }
-
 // MaxPending returns the queue's MaxPending bound n, 0 when unbounded (the
 // queue then holds at most MaxActive()+n items). Never blocks.
 func (q *Workqueue) MaxPending() int { return int(q.bp.max) }

@@ -310,9 +310,3 @@ func (q *Workqueue) SetEscapeAfter(d time.Duration) error {
 		return nil
 	})
 }
-
-// WithEscapeAfter makes Alloc set escape_after (see SetEscapeAfter); Alloc
-// fails with ErrInvalidArgument for an unbound queue or d < 0.
-func WithEscapeAfter(d time.Duration) Option {
-	return func(o *options) { o.escapeAfter, o.escapeSet = d, true }
-}

@@ -1,8 +1,10 @@
 package wq
 
 import (
-	"errors"
+	"fmt"
 	"strings"
+
+	"github.com/gowq/wq/internal/topology"
 )
 
 // Flags select a workqueue's pool type, worker class and behaviour. They
@@ -108,56 +110,62 @@ const (
 	BusyRunning                       // WORK_BUSY_RUNNING: a worker executes it
 )
 
-// Errors. All are matched with errors.Is.
-var (
-	// ErrInvalidFlags: contradictory or unknown flags (the kernel's -EINVAL).
-	ErrInvalidFlags = errors.New("wq: invalid flags")
-	// ErrInvalidArgument: an out-of-range or malformed argument.
-	ErrInvalidArgument = errors.New("wq: invalid argument")
-	// ErrDestroyed: the workqueue was destroyed.
-	ErrDestroyed = errors.New("wq: workqueue destroyed")
-	// ErrDraining: a queue attempt from outside the queue while it drains.
-	ErrDraining = errors.New("wq: workqueue is draining")
-	// ErrQueueFull: a queue call on a queue that holds max_active +
-	// MaxPending items; the call returns false (Go, QueueErr: this error;
-	// QueueContext, GoContext, Submit and Group.Go wait instead) and the
-	// Work is left as it was.
-	ErrQueueFull = errors.New("wq: workqueue is full (MaxPending)")
-	// ErrKeyConflict: QueueKeyed of a Work whose keyed instance is still in
-	// flight (chained, queued or running) under another key or on another
-	// queue; the call returns false and the Work is left as it was.
-	ErrKeyConflict = errors.New("wq: work item is in flight under another key")
-	// ErrOtherQueue: the work item is running on a worker of another
-	// workqueue; queueing it on a second queue before that instance ends
-	// is refused (it would run concurrently with itself). Flush it first.
-	ErrOtherQueue = errors.New("wq: work item is running on another workqueue")
-	// ErrNoFunc: a Work without a function (not initialised with Init).
-	ErrNoFunc = errors.New("wq: work item has no function (call Init)")
-	// ErrInvalidCPU: a CPU number that does not exist on this machine.
-	ErrInvalidCPU = errors.New("wq: invalid CPU")
-	// ErrPermission: the process may not set the requested policy or nice.
-	ErrPermission = errors.New("wq: operation not permitted")
-	// ErrDeadlock: a wait that would wait for the caller itself (for example
-	// CancelSync of a work item from inside its own function).
-	ErrDeadlock = errors.New("wq: wait would deadlock")
-	// ErrReadOnly: a write to an attribute that cannot change on this queue.
-	ErrReadOnly = errors.New("wq: attribute is read-only")
-	// ErrDelayedPending: Destroy found delayed items still armed on the
-	// queue; it cancelled them (they are idle) and reports them.
-	ErrDelayedPending = errors.New("wq: delayed work still armed at destroy")
-	// ErrWorkerExit: a worker's goroutine ended or left its thread in a
-	// callback (runtime.Goexit, runtime.UnlockOSThread); the worker was
-	// retired and replaced, and its item finished.
-	ErrWorkerExit = errors.New("wq: worker thread lost")
-	// ErrThreadLimit: creating one more thread would come within the
-	// thread gate's margin (8, or GOMAXPROCS + 4 when more) of a limit on
-	// the process's threads (a pids cgroup's pids.max, RLIMIT_NPROC,
-	// kernel.threads-max or kernel.pid_max), read again for every
-	// creation. The Go runtime aborts the whole process when it cannot
-	// create a thread, so every thread gowq starts stops short: a worker
-	// creation fails with this error (reported through the error
-	// handler), Alloc of a MemReclaim queue (its rescuer thread) and an
-	// attribute write that needs a probe thread are refused with it. The
-	// text names the limit and how to raise it.
-	ErrThreadLimit = errors.New("wq: thread limit reached")
+// Policy is the worker class of a workqueue, its runtime attribute
+// "policy".
+type Policy int
+
+const (
+	// PolicyNormal: SCHED_OTHER at nice 0, the kernel's normal pools.
+	PolicyNormal Policy = iota
+	// PolicyHighPri: the high-priority class; nice -20, or SCHED_FIFO-low
+	// when SetHighPriPolicy(PolicyFIFO) was called.
+	PolicyHighPri
+	// PolicyFIFO: SCHED_FIFO at the RT priority (SetRTPriority, 1 by
+	// default), the RT class.
+	PolicyFIFO
+)
+
+// String returns "normal", "highpri" or "fifo".
+func (p Policy) String() string {
+	switch p {
+	case PolicyNormal:
+		return "normal"
+	case PolicyHighPri:
+		return "highpri"
+	case PolicyFIFO:
+		return "fifo"
+	}
+	return fmt.Sprintf("Policy(%d)", int(p))
+}
+
+// parsePolicy parses "normal", "highpri" or "fifo" (the "policy" and
+// "highpri_policy" attributes); ErrInvalidArgument otherwise.
+func parsePolicy(s string) (Policy, error) {
+	switch strings.TrimSpace(s) {
+	case "normal":
+		return PolicyNormal, nil
+	case "highpri":
+		return PolicyHighPri, nil
+	case "fifo":
+		return PolicyFIFO, nil
+	}
+	return 0, fmt.Errorf("%w: policy %q (want normal, highpri or fifo)", ErrInvalidArgument, s)
+}
+
+// Scope is an affinity scope of unbound queues: "cpu", "smt",
+// "cache_shard" (default), "cache", "numa" or "system".
+type Scope = topology.Scope
+
+// Affinity scopes. ScopeDefault, the zero value, follows the default
+// affinity scope (SetDefaultAffinityScope): "default" in affinity_scope.
+const (
+	ScopeDefault = topology.ScopeDefault
+	ScopeCPU     = topology.ScopeCPU
+	ScopeSMT     = topology.ScopeSMT
+	// ScopeCacheShard: each last-level cache split into pods of about
+	// CacheShardSize cores with their SMT siblings (the default).
+	ScopeCacheShard = topology.ScopeCacheShard
+	ScopeCache      = topology.ScopeCache
+	ScopeNUMA       = topology.ScopeNUMA
+	ScopeSystem     = topology.ScopeSystem
 )

@@ -37,17 +37,6 @@ import (
 // where the watchdog or a pool dump can find it. A goItem refused by the
 // queue goes back at once: a refused item is idle and was never linked.
 
-// ErrDisabled: QueueErr or QueueOnErr of an item that is disabled
-// (Disable) or held by a CancelSync or DisableSync in progress. The item
-// is not queued and will not run; Queue returns false for it without a
-// report, as the kernel's queue_work does.
-var ErrDisabled = errors.New("wq: work item is disabled")
-
-// ErrCancelled: a function of a Group or a Future that was cancelled
-// before it started (CancelPending drops queued items): the Group counts
-// it as the function's error, the Future is done with it.
-var ErrCancelled = errors.New("wq: work item cancelled before it ran")
-
 // errPending is the queue path's answer for an item that was already
 // pending: the item was not queued again, and its pending instance will
 // run. Never returned to a caller.

@@ -58,21 +58,6 @@ var (
 	nGoWorkers atomic.Int32
 )
 
-// Threads asks for OS-thread workers for a queue whose attributes would
-// otherwise make its pools goroutine-backed (an unbound or ordered queue
-// of the normal class over every CPU): its workers are then named
-// kworker threads with their own tids, visible in top and ps, concurrency
-// managed by the CM monitor, and charged CPU time per queue. It has no
-// effect on other queues, which are thread-backed anyway.
-//
-// In a process started niced (nice -n 19), the items of a default queue
-// run at the process's nice, as every goroutine does; with Threads() its
-// workers get the class's nice 0 where the process may lower its nice
-// (root, CAP_SYS_NICE, RLIMIT_NICE), and keep the inherited nice
-// otherwise (Stats().ClassError says so). GOWQ_THREADS=1 does the same
-// for every default queue.
-func Threads() Option { return func(o *options) { o.threads = true } }
-
 // goroutineBacked reports whether an unbound pool with these attributes
 // gets goroutine workers: class normal, allow covering every CPU the
 // process may use (online), not strict, neither the queue (Threads) nor

@@ -33,14 +33,6 @@ var (
 	tracer   atomic.Pointer[wqtrace.Tracer]
 )
 
-// SetPanicHandler sets the process-wide function called (on the worker
-// thread) when a work function panics; nil restores the default, which
-// logs the function name, the value and the stack with log/slog at error
-// level. A queue allocated with WithPanicHandler calls its own handler
-// instead. The worker keeps serving, flush waiters are released and the
-// item counts as completed. Safe from any goroutine.
-func SetPanicHandler(h func(PanicInfo)) { handlers.SetPanic(h) }
-
 // reportPanic calls the process-wide panic handler (see
 // Workqueue.reportPanic).
 func reportPanic(pi PanicInfo) { (*Workqueue)(nil).reportPanic(pi) }
@@ -61,24 +53,6 @@ func (q *Workqueue) reportPanic(pi PanicInfo) {
 	q.log().Error("workqueue: work function panicked", "workqueue", pi.Workqueue,
 		"function", pi.Func, "worker", pi.Worker, "panic", fmt.Sprint(pi.Value), "stack", string(pi.Stack))
 }
-
-// SetErrorHandler sets the process-wide function called when an
-// operation that returns only a bool (as the kernel's do) hits a usage
-// error: queueing on a destroyed queue (ErrDestroyed), a nil function
-// (ErrNoFunc), a wait that would deadlock (ErrDeadlock), a bad CPU
-// (ErrInvalidCPU). op names the kernel function ("queue_work_on"), fn the
-// work function. nil restores the default, which logs with log/slog at
-// warning level. Errors of operations on a queue allocated with
-// WithErrorHandler (queueing on it, flushing, draining or destroying it)
-// go to that queue's handler instead; errors of operations on an item
-// alone (Work.Flush, Cancel, Disable, Enable) and of pools shared by
-// several queues (worker creation) come here. The handler runs on the
-// goroutine that made the call (a Queue refusal: the queuer's), or on a
-// worker for errors found there; a panic in it is recovered and logged,
-// but a runtime.Goexit in it ends that goroutine, as it would anywhere
-// (the refused item is released first). Safe from any goroutine; the
-// handler must not block.
-func SetErrorHandler(h func(op, fn string, err error)) { handlers.SetError(h) }
 
 // reportError calls the process-wide error handler (see
 // Workqueue.reportError).
@@ -103,27 +77,6 @@ func (q *Workqueue) reportError(op, fn string, err error) {
 		return
 	}
 	plog().Warn("workqueue: "+op+" failed", "function", fn, "err", err)
-}
-
-// SetTracer installs t to receive the four workqueue events (queue_work,
-// activate_work, execute_start, execute_end) synchronously on the thread
-// where they happen; nil removes it. Like a kernel tracepoint handler, t
-// runs in the middle of gowq's bookkeeping: activate_work is delivered
-// with the pool lock held, so from that event t must not queue, cancel or
-// flush work (it would deadlock); Stats is safe from any event. A panic in
-// t is recovered and logged; runtime.Goexit in t leaves every item in a
-// consistent state (an item being queued stays idle). With no tracer the cost on the queue
-// path is one atomic load and a well-predicted branch. While a tracer is
-// set, queue calls always take the pool lock (the lock-free path of
-// docs/design.md, "The wake path" 6, is off, and Stats().Pushed stays
-// still), so that activate_work is delivered by the queuer: tracing
-// changes the path it traces. Safe from any goroutine.
-func SetTracer(t wqtrace.Tracer) {
-	if t == nil {
-		tracer.Store(nil)
-		return
-	}
-	tracer.Store(&t)
 }
 
 func stackOf() []byte { return debug.Stack() }

@@ -18,21 +18,6 @@ import (
 // to the process-wide logger too, except its last-resort line on standard
 // error when the logger's handler itself panicked.
 
-// SetLogger sets the process-wide logger of gowq (wq and kthread): the
-// default panic and error handlers, the watchdog and every other message
-// gowq logs go there, unless a queue has its own (WithLogger). nil (the
-// default) means slog.Default() at the time of each message. Safe from any
-// goroutine; takes effect for the next message.
-func SetLogger(l *slog.Logger) { report.SetLogger(l) }
-
-// WithLogger gives the queue its own logger: the messages gowq logs about
-// this queue (its default panic and error reports, Alloc's warnings) go to
-// l, with the attribute workqueue=<name>, instead of the process-wide
-// logger (SetLogger). Messages about pools shared by several queues (the
-// watchdog's) still go to the process-wide one. nil means the process-wide
-// logger.
-func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
-
 // log returns the logger for messages about q (nil q: the process-wide
 // logger).
 func (q *Workqueue) log() *slog.Logger {

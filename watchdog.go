@@ -2,11 +2,11 @@ package wq
 
 import (
 	"fmt"
-
-	"github.com/gowq/wq/internal/sched"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/gowq/wq/internal/sched"
 )
 
 // Lockup watchdog (the kernel's wq_watchdog): a pool with pending work and
@@ -40,19 +40,6 @@ type LockupReport struct {
 func init() {
 	wdog.thresh.Store(int64(30 * time.Second))
 	wdog.rtThresh.Store(int64(100 * time.Millisecond))
-}
-
-// SetRTHogThresh sets how long an item on an RT pool (SCHED_FIFO workers)
-// may run without sleeping before the watchdog reports it: such an item
-// starves every ordinary thread on its CPU. Default 100 ms; 0 turns the
-// check off. The report goes to slog and to the lockup hook, once per item.
-// Negative: ErrInvalidArgument.
-func SetRTHogThresh(d time.Duration) error {
-	if d < 0 {
-		return fmt.Errorf("%w: RT hog threshold %v", ErrInvalidArgument, d)
-	}
-	wdog.rtThresh.Store(int64(d))
-	return nil
 }
 
 // rtHogCheck reports RT workers whose current item has run longer than th
@@ -114,31 +101,6 @@ func rtHogCheck(th time.Duration) {
 			}
 		}
 	}
-}
-
-// SetWatchdogThresh sets how long a pool may hold pending work without
-// progress before the lockup report; 0 turns the watchdog off. Default 30 s.
-// Mirrors workqueue.watchdog_thresh. Negative: ErrInvalidArgument.
-func SetWatchdogThresh(d time.Duration) error {
-	if d < 0 {
-		return fmt.Errorf("%w: watchdog_thresh %v", ErrInvalidArgument, d)
-	}
-	wdog.thresh.Store(int64(d))
-	return nil
-}
-
-// WatchdogThresh returns the current watchdog threshold (0 = off).
-func WatchdogThresh() time.Duration { return time.Duration(wdog.thresh.Load()) }
-
-// SetLockupHook sets a function called with each lockup report (on the
-// watchdog goroutine), in addition to the slog error; it may panic or
-// alert. nil removes it.
-func SetLockupHook(h func(LockupReport)) {
-	if h == nil {
-		wdog.hook.Store(nil)
-		return
-	}
-	wdog.hook.Store(&h)
 }
 
 func watchdogRegister(p *pool) {

@@ -624,6 +624,75 @@ func (w *Work) waitRunning() (deadlock bool) {
 	return w.waitRunningContext(context.Background()) == ErrDeadlock
 }
 
+// CancelSyncContext is CancelSync bounded by ctx: it cancels the item like
+// Cancel, then waits for a running instance to finish, holding the item
+// as CancelSync does, until ctx ends. It returns (true, nil) if the item
+// was pending and no instance runs any more, (false, nil) if it was idle;
+// when ctx ends first, the pending instance (if any) is cancelled all the
+// same, the hold is dropped, the running instance goes on, and it returns
+// (wasPending, ctx.Err()). Called from inside the item's own function it
+// does not wait and returns ErrDeadlock (also reported, as CancelSync
+// does); the item is still cancelled. A ctx already done cancels without
+// waiting. A nil ctx returns (false, an error matching ErrInvalidArgument)
+// and cancels nothing. A gowq extension of cancel_work_sync().
+func (w *Work) CancelSyncContext(ctx context.Context) (bool, error) {
+	if ctx == nil {
+		return false, errNilContext
+	}
+	for {
+		r := w.grab()
+		switch r {
+		case grabHeld:
+			if !w.join() {
+				continue
+			}
+			err := w.waitRunningContext(ctx)
+			w.unhold()
+			if err == ErrDeadlock {
+				reportError("cancel_work_sync", w.Func(), err) // after unhold: the handler may Goexit
+			}
+			return false, err
+		case grabSelf:
+			reportError("cancel_work_sync", w.Func(), ErrDeadlock)
+			return false, ErrDeadlock
+		}
+		w.markCancelled()
+		w.hold()
+		err := w.waitRunningContext(ctx)
+		w.unhold()
+		if err == ErrDeadlock {
+			reportError("cancel_work_sync", w.Func(), err)
+		}
+		return r == grabPending, err
+	}
+}
+
+// waitRunningContext is waitRunning bounded by ctx: nil once no instance
+// runs, ErrDeadlock from inside the item, ctx.Err() when ctx ends first.
+func (w *Work) waitRunningContext(ctx context.Context) error {
+	w.mu.Lock()
+	if w.running == 0 {
+		w.mu.Unlock()
+		return nil
+	}
+	if w.selfRunning() {
+		w.mu.Unlock()
+		return ErrDeadlock
+	}
+	ch := w.waiterLocked(w.runSeq)
+	w.mu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		w.dropWaiter(ch)
+		return ctx.Err()
+	}
+}
+
 // Disable increments the item's disable count and cancels it like Cancel.
 // While the count is above zero, queueing the item returns false. It
 // returns true if the item was pending. The count saturates at 65535 (a

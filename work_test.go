@@ -205,3 +205,60 @@ func TestWorkFlushFromOwnTracerEventIsDeadlock(t *testing.T) {
 		}
 	}
 }
+
+func TestCancelSyncContext(t *testing.T) {
+	// Catches a CancelSyncContext that does not wait, waits past its ctx,
+	// or does not cancel the pending instance when ctx ends.
+	q := mustAlloc(t, "sd-csc", wq.Unbound, 2)
+	b := newBlocker()
+	defer b.free()
+	q.Queue(b.w)
+	b.waitStarted(t)
+	q.Queue(b.w) // pending again behind its running instance
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	was, err := b.w.CancelSyncContext(ctx)
+	if !was || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("CancelSyncContext = %v, %v; want true, DeadlineExceeded", was, err)
+	}
+	if b.w.Pending() {
+		t.Fatal("pending instance not cancelled when ctx ended")
+	}
+	if !q.Queue(b.w) {
+		t.Fatal("item still held after CancelSyncContext returned")
+	}
+	done := make(chan [2]any, 1)
+	go func() {
+		was, err := b.w.CancelSyncContext(context.Background())
+		done <- [2]any{was, err}
+	}()
+	select {
+	case <-done:
+		t.Fatal("CancelSyncContext returned while the item runs")
+	case <-time.After(20 * time.Millisecond):
+	}
+	b.free()
+	r := <-done
+	if r[0] != true || r[1] != nil {
+		t.Fatalf("CancelSyncContext = %v, %v; want true, nil", r[0], r[1])
+	}
+	if b.w.Busy() != 0 {
+		t.Fatal("item busy after CancelSyncContext returned nil")
+	}
+	if was, err := b.w.CancelSyncContext(context.Background()); was || err != nil {
+		t.Fatalf("CancelSyncContext of an idle item = %v, %v", was, err)
+	}
+	// From inside the item: ErrDeadlock, no wait.
+	errs := captureErrors(t)
+	got := make(chan error, 1)
+	var self *wq.Work
+	self = wq.NewWork(func() { _, err := self.CancelSyncContext(context.Background()); got <- err })
+	q.Queue(self)
+	if err := <-got; !errors.Is(err, wq.ErrDeadlock) {
+		t.Fatalf("CancelSyncContext from the item itself = %v", err)
+	}
+	q.Flush()
+	if errs.count(wq.ErrDeadlock) != 1 {
+		t.Error("ErrDeadlock not reported")
+	}
+}

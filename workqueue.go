@@ -77,8 +77,8 @@ type Workqueue struct {
 	// with mu held too, so that an attribute change, which installs pwqs
 	// under mu, sees it.
 	life        lifeState
-	destroyMu   sync.Mutex    // S: serialises destroyBegin (shutdown.go)
-	destroyDone chan struct{} // D: closed when the destroy that began has finished (shutdown.go)
+	destroyMu   sync.Mutex    // S: serialises destroyBegin (lifecycle.go)
+	destroyDone chan struct{} // D: closed when the destroy that began has finished (lifecycle.go)
 
 	flushMu        sync.Mutex    // S: serialises flushers
 	flushLeft      atomic.Int32  // A: pwqs the current flush still waits for

@@ -300,38 +300,6 @@ func TestCongested(t *testing.T) {
 	}
 }
 
-func TestDestroyDrainsChained(t *testing.T) {
-	errs := captureErrors(t)
-	q, err := wq.Alloc("destroy", wq.Unbound, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var runs atomic.Int32
-	var w *wq.Work
-	w = wq.NewWork(func() {
-		time.Sleep(time.Millisecond)
-		if runs.Add(1) < 10 {
-			q.Queue(w) // chained work is allowed while draining
-		}
-	})
-	q.Queue(w)
-	q.Destroy()
-	if runs.Load() != 10 {
-		t.Errorf("Destroy did not drain chained work: %d runs, want 10", runs.Load())
-	}
-	late := wq.NewWork(func() { t.Error("ran after destroy") })
-	if q.Queue(late) || q.Queue(late) {
-		t.Error("Queue after Destroy returned true")
-	}
-	if late.Pending() {
-		t.Error("item left pending after a refused Queue")
-	}
-	if n := errs.count(wq.ErrDestroyed); n != 1 {
-		t.Errorf("ErrDestroyed reported %d times, want once", n)
-	}
-	q.Destroy() // idempotent
-}
-
 func TestFreezer(t *testing.T) {
 	q := mustAlloc(t, "freeze", wq.Unbound|wq.Freezable, 0)
 	wq.FreezeAll()
@@ -434,35 +402,6 @@ func TestUnboundPoolsShared(t *testing.T) {
 	}
 }
 
-// TestFlushQueueFromOwnItem: Flush and Drain of a queue from one of its own
-// items would wait for themselves; they return ErrDeadlock at once.
-func TestFlushQueueFromOwnItem(t *testing.T) {
-	errs := captureErrors(t)
-	q := mustAlloc(t, "selfflush", wq.Unbound, 0)
-	got := make(chan [2]error, 1)
-	w := wq.NewWork(func() {
-		got <- [2]error{q.FlushContext(t.Context()), q.DrainContext(t.Context())}
-	})
-	q.Queue(w)
-	select {
-	case r := <-got:
-		for _, err := range r {
-			if !errors.Is(err, wq.ErrDeadlock) {
-				t.Errorf("flush/drain from own item = %v, want ErrDeadlock", err)
-			}
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Flush from the queue's own item hung")
-	}
-	q.Flush()
-	if errs.count(wq.ErrDeadlock) != 2 {
-		t.Errorf("ErrDeadlock reported %d times, want 2", errs.count(wq.ErrDeadlock))
-	}
-	if err := wq.SetGlobalAttr("cpumask", "0"); !errors.Is(err, wq.ErrInvalidArgument) {
-		t.Errorf(`SetGlobalAttr("cpumask", "0") = %v, want ErrInvalidArgument`, err)
-	}
-}
-
 // TestNonStrictStartsInPod: with the cpu scope and strict off, each pod's
 // workers may run on every CPU, but each item starts inside its pod; a
 // worker found outside is moved back and counted as a repatriation (RPR).
@@ -501,49 +440,6 @@ func TestNonStrictStartsInPod(t *testing.T) {
 		}
 	}
 	t.Logf("RPR %d", q.Stats().RPR)
-}
-
-// TestQueueRacingDestroy: a Queue that returns true while Destroy runs
-// concurrently is run before Destroy returns; one refused leaves the item
-// idle (the second stranger's finding).
-func TestQueueRacingDestroy(t *testing.T) {
-	errs := captureErrors(t) // ErrDestroyed reports are expected
-	for round := 0; round < 200; round++ {
-		q, err := wq.Alloc("race-destroy", wq.Unbound, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var runs atomic.Int64
-		works := []*wq.Work{wq.NewWork(func() { runs.Add(1) }), wq.NewWork(func() { runs.Add(1) })}
-		stop := make(chan struct{})
-		done := make(chan int64)
-		go func() {
-			var ok int64
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					done <- ok
-					return
-				default:
-				}
-				if q.Queue(works[i%2]) {
-					ok++
-				}
-			}
-		}()
-		time.Sleep(200 * time.Microsecond)
-		q.Destroy()
-		close(stop)
-		ok := <-done
-		if got := runs.Load(); got != ok {
-			t.Fatalf("round %d: %d queue calls returned true, %d runs when Destroy returned (deadlock reports %d, draining reports %d)", round, ok, got, errs.count(wq.ErrDeadlock), errs.count(wq.ErrDraining))
-		}
-		for i, w := range works {
-			if w.Busy() != 0 {
-				t.Fatalf("round %d: item %d left busy %v after Destroy", round, i, w.Busy())
-			}
-		}
-	}
 }
 
 // TestOrderedAcrossAttrChanges: an ordered queue keeps queue order and
