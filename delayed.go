@@ -58,32 +58,38 @@ func (l *timerList) remove(dw *DelayedWork) { l.Remove(&dw.tnode) }
 // stopTimer stops an armed timer. It returns true when it stopped it: the
 // caller then owns the armed instance's PENDING. Lock order: Work.mu, then
 // the queue's timerMu.
-func (dw *DelayedWork) stopTimer() bool { q, _ := dw.stopTimerQ(nil, false); return q != nil }
+func (dw *DelayedWork) stopTimer() bool { q, _, _ := dw.stopTimerQ(nil, false, nil); return q != nil }
 
 // stopTimerOn is stopTimer limited to an arming on q (nil: any queue).
 func (dw *DelayedWork) stopTimerOn(q *Workqueue) bool {
-	aq, _ := dw.stopTimerQ(q, false)
+	aq, _, _ := dw.stopTimerQ(q, false, nil)
 	return aq != nil
 }
 
 // stopTimerQ is stopTimerOn returning the queue the timer was armed on
 // (nil when it stopped nothing), and whether Destroy had closed its
 // timers then. With transit, the instance is counted as firing on that
-// queue (closeTimers waits for it) until the caller's fire.
-func (dw *DelayedWork) stopTimerQ(q *Workqueue, transit bool) (aq *Workqueue, closed bool) {
+// queue (closeTimers waits for it) until the caller's fire. With to
+// non-nil (ModDelayed to to), a timer is left armed if the item runs on
+// a queue other than to (elsewhere), checked under Work.mu: an armed
+// instance armed after an instance started has the runner in sight.
+func (dw *DelayedWork) stopTimerQ(q *Workqueue, transit bool, to *Workqueue) (aq *Workqueue, closed, elsewhere bool) {
 	if !dw.timer.Ready() {
-		return nil, false
+		return nil, false, false
 	}
 	dw.mu.Lock()
 	defer dw.mu.Unlock()
 	aq = dw.armedOn
 	if aq == nil || (q != nil && aq != q) {
-		return nil, false
+		return nil, false, false
+	}
+	if to != nil && dw.runsElsewhere(to) {
+		return nil, false, true
 	}
 	aq.timerMu.Lock()
 	defer aq.timerMu.Unlock()
 	if !dw.timer.Stop() {
-		return nil, false // firing: timerFn owns it now
+		return nil, false, false // firing: timerFn owns it now
 	}
 	aq.armed.remove(dw)
 	dw.armedOn = nil
@@ -92,7 +98,7 @@ func (dw *DelayedWork) stopTimerQ(q *Workqueue, transit bool) (aq *Workqueue, cl
 	} else {
 		aq.wakeTimerWaiterLocked()
 	}
-	return aq, aq.timersClosed
+	return aq, aq.timersClosed, false
 }
 
 // timerFn runs on the Go timer's goroutine, or on the RT timer thread for
@@ -168,15 +174,16 @@ func (q *Workqueue) wakeTimerWaiterLocked() {
 // arm queues the pending item after d on q (cpu may be cpuUnbound), as
 // an instance of kind k (admitNew; from ModDelayed, admitBack for one
 // pending on q before, admitMoved for one taken off another queue).
-// PENDING must be owned by the caller. It returns false when q refused
-// the item (admit.go, or arming closed by Destroy); PENDING is then
-// released and the refusal reported. An instance of kind admitBack or
-// admitMoved whose arming Destroy closed is queued at once instead: it
-// was admitted before the destroy. Mirrors __queue_delayed_work.
-func (dw *DelayedWork) arm(q *Workqueue, cpu int, d time.Duration, k admitKind) bool {
-	const op = "queue_delayed_work_on"
+// PENDING must be owned by the caller. It returns nil, or the refusal
+// when q refused the item (admit.go, or arming closed by Destroy);
+// PENDING is then released, and the caller reports the refusal once it
+// holds nothing a handler could wait for (ModDelayed: its transit). An
+// instance of kind admitBack or admitMoved whose arming Destroy closed is
+// queued at once instead: it was admitted before the destroy. Mirrors
+// __queue_delayed_work.
+func (dw *DelayedWork) arm(q *Workqueue, cpu int, d time.Duration, k admitKind) error {
 	if d <= 0 {
-		return q.queuePendedFrom(cpu, &dw.Work, k)
+		return q.queuePendedErr(cpu, &dw.Work, k, nil)
 	}
 	ak := admitArm
 	switch k {
@@ -186,7 +193,7 @@ func (dw *DelayedWork) arm(q *Workqueue, cpu int, d time.Duration, k admitKind) 
 		ak = admitMovedArm
 	}
 	if err := q.admitPended(&dw.Work, ak); err != nil {
-		return q.result(op, &dw.Work, err)
+		return err
 	}
 	if cpu == cpuUnbound && !q.unbound {
 		// A per-CPU queue keeps the locality of the queueing CPU, as a
@@ -201,11 +208,11 @@ func (dw *DelayedWork) arm(q *Workqueue, cpu int, d time.Duration, k admitKind) 
 		if k == admitBack || k == admitMoved {
 			// Admitted before the destroy began (ModDelayed, in transit:
 			// Destroy's drain comes after it): queued at once.
-			return q.queuePendedFrom(cpu, &dw.Work, k)
+			return q.queuePendedErr(cpu, &dw.Work, k, nil)
 		}
 		dw.markCancelled()
 		dw.release()
-		return q.result(op, &dw.Work, errDestroying) // arming closed by Destroy
+		return errDestroying // arming closed by Destroy
 	}
 	dw.wq.Store(q)
 	dw.cpu.Store(int32(cpu))
@@ -214,7 +221,7 @@ func (dw *DelayedWork) arm(q *Workqueue, cpu int, d time.Duration, k admitKind) 
 	dw.timer.Reset(d, q.timerBaseLocked(cpu))
 	q.timerMu.Unlock()
 	dw.mu.Unlock()
-	return true
+	return nil
 }
 
 // Flush queues the item at once if its timer is armed and then waits like
@@ -234,7 +241,7 @@ func (dw *DelayedWork) FlushContext(ctx context.Context) (bool, error) {
 	// Counted as firing (stopTimerQ with transit) until queued, as when
 	// its timer fires: a Destroy that began meanwhile waits for it in
 	// closeTimers, before its drain.
-	q, closed := dw.stopTimerQ(nil, true)
+	q, closed, _ := dw.stopTimerQ(nil, true, nil)
 	if q == nil {
 		return dw.Work.FlushContext(ctx)
 	}

@@ -57,7 +57,7 @@ func (q *Workqueue) queueDelayedOn(op string, cpu int, dw *DelayedWork, d time.D
 	if !dw.tryPend() {
 		return false
 	}
-	return dw.arm(q, cpu, d, admitNew)
+	return q.result(op, &dw.Work, dw.arm(q, cpu, d, admitNew))
 }
 
 // workOf returns dw's Work, nil for a nil dw.
@@ -121,18 +121,33 @@ func (q *Workqueue) modDelayedOn(op string, cpu int, dw *DelayedWork, d time.Dur
 	// counted as firing, so that Destroy's closeTimers, which comes
 	// before its drain, waits for it. Once Destroy has closed the timers
 	// only q's own items get here (checkOpen), and Destroy's drain waits
-	// for the caller itself.
-	if q.enterTransit() {
-		defer q.timerDone()
-	} else if !q.isChained() {
+	// for the caller itself. The transit ends before any report: an
+	// error handler may Destroy q, whose closeTimers would wait for it.
+	transit := q.enterTransit()
+	if !transit && !q.isChained() {
 		return q.result(op, &dw.Work, errDestroying) // Destroy began after checkOpen
 	}
-	r, from := dw.grabFrom()
+	endTransit := func() {
+		if transit {
+			transit = false
+			q.timerDone()
+		}
+	}
+	// Deferred too, for a tracer that calls runtime.Goexit in queue_work.
+	defer endTransit()
+	r, from := dw.grabFrom(q)
 	switch r {
 	case grabHeld:
 		return true
 	case grabSelf:
+		endTransit()
 		q.reportError(op, dw.Func(), ErrDeadlock)
+		return false
+	case grabElsewhere:
+		// Started on another queue since the check above and pending
+		// again there: refused, and left pending where it is.
+		endTransit()
+		q.reportError(op, dw.Func(), q.otherQueueErr(&dw.Work))
 		return false
 	}
 	was := r == grabPending
@@ -155,6 +170,8 @@ func (q *Workqueue) modDelayedOn(op string, cpu int, dw *DelayedWork, d time.Dur
 		dw.release()
 		return was
 	}
-	dw.arm(q, cpu, d, k)
+	err := dw.arm(q, cpu, d, k)
+	endTransit()
+	q.result(op, &dw.Work, err)
 	return was
 }

@@ -164,7 +164,9 @@ func (g *Group) SetLimit(n int) {
 // counts as returning ErrDestroyed, so Wait returns once they are done.
 // Called from inside one of the group's functions it would wait for
 // itself: it returns an error matching ErrDeadlock at once, also when the
-// function unlocked the worker's goroutine from its thread and it moved.
+// function unlocked the worker's goroutine from its thread and it moved,
+// and from the tracer's queue_work of one of them (on the goroutine
+// calling Go, which holds the item until the tracer returns).
 // A zero Group returns an error matching ErrInvalidArgument. Mirrors
 // errgroup's Wait.
 func (g *Group) Wait() error {
@@ -251,8 +253,16 @@ func (g *Group) setErr(err error) {
 
 // inOwnFunction reports whether the caller is a worker running one of
 // g's functions, also one whose goroutine left the worker's thread
-// (selfWorker).
+// (selfWorker), or the goroutine queueing one of them, in the tracer's
+// queue_work (the item in transit).
 func (g *Group) inOwnFunction() bool {
+	if v, ok := transitWork.Load(transitSelf()); ok {
+		// The tracer's queue_work of one of the group's items, on the
+		// goroutine that queues it: the item moves on when it returns.
+		if w := v.(*Work); w.oneShot && goItemOf(w).grp == g {
+			return true
+		}
+	}
 	wk := selfWorker()
 	if wk == nil {
 		return false

@@ -789,3 +789,38 @@ func BenchmarkGroupGo(b *testing.B) {
 	b.StopTimer()
 	_ = g.Wait()
 }
+
+// TestGroupWaitFromTracerQueueWorkIsDeadlock: the tracer's queue_work for
+// a group's function runs on the goroutine calling Group.Go, with the item
+// in transit (not linked yet): a Group.Wait there would wait for that
+// item, which only this goroutine can move on. It returns an error
+// matching ErrDeadlock at once, as Work.Flush of an item in transit does,
+// and the function then runs.
+func TestGroupWaitFromTracerQueueWorkIsDeadlock(t *testing.T) {
+	q, err := wq.Alloc("grp-tr-wait", wq.Unbound, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := q.NewGroup(context.Background())
+	var once atomic.Bool
+	waitErr := make(chan error, 1)
+	wq.SetTracer(tracerFunc(func(ev *wqtrace.Event) {
+		if ev.Kind == wqtrace.QueueWork && ev.Workqueue == "grp-tr-wait" && once.CompareAndSwap(false, true) {
+			waitErr <- g.Wait()
+		}
+	}))
+	defer wq.SetTracer(nil)
+	ran := make(chan struct{})
+	mustReturn(t, "Group.Go whose tracer's queue_work calls Group.Wait", func() {
+		g.Go(func(context.Context) error { close(ran); return nil })
+	})
+	wq.SetTracer(nil)
+	if err := <-waitErr; !errors.Is(err, wq.ErrDeadlock) {
+		t.Errorf("Group.Wait from queue_work = %v, want an error matching ErrDeadlock", err)
+	}
+	waitChan(t, "the group's function", ran)
+	if err := g.Wait(); err != nil {
+		t.Errorf("Group.Wait after = %v, want nil", err)
+	}
+	q.Destroy()
+}

@@ -338,13 +338,18 @@ func (w *Work) doneUpTo(seq uint64) bool {
 
 // grabChained takes a chained instance of w out of ks's chain for grab;
 // the caller then owns its PENDING. It returns false when w is not
-// chained in ks (any more).
-func (ks *keyState) grabChained(w *Work) bool {
+// chained in ks (any more), or, with to non-nil, when w runs on a queue
+// other than to (elsewhere: the instance stays chained).
+func (ks *keyState) grabChained(w *Work, to *Workqueue) (ok, elsewhere bool) {
 	sh := ks.sh
 	sh.mu.Lock()
 	if w.kst.Load() != ks || !w.kchained {
 		sh.mu.Unlock()
-		return false
+		return false, false
+	}
+	if to != nil && w.runsElsewhere(to) {
+		sh.mu.Unlock()
+		return false, true
 	}
 	ks.remove(w)
 	if ks.active != w {
@@ -356,7 +361,7 @@ func (ks *keyState) grabChained(w *Work) bool {
 	// bound; markCancelled will find ks.active != w (or d < activeSeq)
 	// and leave the key alone.
 	w.unpendWake()
-	return true
+	return true, false
 }
 
 // keyedDone is the completion hook (called by finishRun and markCancelled

@@ -3,6 +3,7 @@ package wq
 import (
 	"fmt"
 	"runtime"
+	"sync"
 
 	"github.com/gowq/wq/internal/sched"
 	"github.com/gowq/wq/wqtrace"
@@ -147,15 +148,19 @@ func (q *Workqueue) queuePendedErr(reqCPU int, w *Work, k admitKind, plug *wakeP
 			// since nobody is left to return the refusal to.
 			runtime.LockOSThread()
 			tid := sched.Gettid()
-			w.transit.Store(transitSelf())
+			self := transitSelf()
+			w.transit.Store(self)
+			transitWork.Store(self, w)
 			emit(tr, &wqtrace.Event{Kind: wqtrace.QueueWork, TimeNs: nanotime(), CPU: sched.GetCPU(), TID: tid, Work: w.addr(), Function: w.Func(), Workqueue: q.name, ReqCPU: reqCPU, TargetCPU: target},
 				func() {
+					transitWork.Delete(self)
 					w.transit.Store(0)
 					runtime.UnlockOSThread()
 					w.markCancelled()
 					w.release()
 					cancelGoItem(w)
 				})
+			transitWork.Delete(self)
 			w.transit.Store(0)
 			runtime.UnlockOSThread()
 		}
@@ -200,6 +205,12 @@ func (q *Workqueue) queuePendedErr(reqCPU int, w *Work, k admitKind, plug *wakeP
 		return nil
 	}
 }
+
+// transitWork maps a transitSelf identity to the item it holds in transit
+// while the tracer's queue_work runs on it, so that a wait that only
+// knows its caller (Group.Wait) can tell that it would wait for that
+// item. Written only while a tracer is set.
+var transitWork sync.Map
 
 // transitSelf is the caller's identity for Work.transit: its goroutine
 // id, or its negated tid where goroutine ids cannot be read.

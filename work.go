@@ -190,10 +190,11 @@ func (w *Work) Busy() BusyFlags {
 type grabResult uint8
 
 const (
-	grabIdle    grabResult = iota // the item was idle; the caller now owns PENDING
-	grabPending                   // the item was queued or armed; the caller now owns PENDING
-	grabHeld                      // a sync canceller holds the item; nothing is owned
-	grabSelf                      // the caller's own worker is starting this item; nothing is owned
+	grabIdle      grabResult = iota // the item was idle; the caller now owns PENDING
+	grabPending                     // the item was queued or armed; the caller now owns PENDING
+	grabHeld                        // a sync canceller holds the item; nothing is owned
+	grabSelf                        // the caller's own worker is starting this item; nothing is owned
+	grabElsewhere                   // pending while it runs on another queue than the caller's (grabFrom's to); nothing is owned
 )
 
 // grab takes ownership of PENDING, removing the item from its list or
@@ -208,14 +209,18 @@ const (
 //     to start the item); when that worker is the caller itself (a tracer
 //     callback between dequeue and start), it returns grabSelf.
 func (w *Work) grab() grabResult {
-	r, _ := w.grabFrom()
+	r, _ := w.grabFrom(nil)
 	return r
 }
 
 // grabFrom is grab that also returns, for grabPending, the queue the
 // instance was pending on: armed on, chained under one of its keys, or
-// on one of its pwqs.
-func (w *Work) grabFrom() (grabResult, *Workqueue) {
+// on one of its pwqs. With to non-nil (ModDelayed to to), a pending
+// instance is left where it is while w runs on a queue other than to
+// (grabElsewhere; instances.go), checked under the lock that holds the
+// instance: the caller's own check, made before, cannot see an instance
+// that started since and was queued again.
+func (w *Work) grabFrom(to *Workqueue) (grabResult, *Workqueue) {
 	for spins := 0; ; spins++ {
 		old := w.state.Load()
 		if old&stCanceling != 0 {
@@ -228,15 +233,27 @@ func (w *Work) grabFrom() (grabResult, *Workqueue) {
 			continue
 		}
 		if dw := w.dw; dw != nil {
-			if q, _ := dw.stopTimerQ(nil, false); q != nil {
+			q, _, elsewhere := dw.stopTimerQ(nil, false, to)
+			if q != nil {
 				return grabPending, q
 			}
+			if elsewhere {
+				return grabElsewhere, nil
+			}
 		}
-		if ks := w.kst.Load(); ks != nil && ks.grabChained(w) {
-			return grabPending, ks.sh.q
+		if ks := w.kst.Load(); ks != nil {
+			if ok, elsewhere := ks.grabChained(w, to); ok {
+				return grabPending, ks.sh.q
+			} else if elsewhere {
+				return grabElsewhere, nil
+			}
 		}
-		if pq := w.pwq.Load(); pq != nil && w.grabFromPwq(pq) {
-			return grabPending, pq.wq
+		if pq := w.pwq.Load(); pq != nil {
+			if ok, elsewhere := w.grabFromPwq(pq, to); ok {
+				return grabPending, pq.wq
+			} else if elsewhere {
+				return grabElsewhere, nil
+			}
 		}
 		if ip := w.inPwq.Load(); ip != nil {
 			// Pushed lock-free (incoming.go): the pool lock drains it
@@ -255,10 +272,12 @@ func (w *Work) grabFrom() (grabResult, *Workqueue) {
 }
 
 // grabFromPwq unlinks w from pq's lists if it is still there, taking over
-// its PENDING. Unlinking frees a max_active slot, and activating what
-// waits traces activate_work: if a tracer calls runtime.Goexit there, the
-// deferred release leaves w idle (cancelled) instead of pending forever.
-func (w *Work) grabFromPwq(pq *pwq) (ok bool) {
+// its PENDING, unless, with to non-nil, w runs on a queue other than to
+// (elsewhere: left on the list). Unlinking frees a max_active slot, and
+// activating what waits traces activate_work: if a tracer calls
+// runtime.Goexit there, the deferred release leaves w idle (cancelled)
+// instead of pending forever.
+func (w *Work) grabFromPwq(pq *pwq, to *Workqueue) (ok, elsewhere bool) {
 	owned := false
 	defer func() {
 		if owned && !ok {
@@ -270,7 +289,11 @@ func (w *Work) grabFromPwq(pq *pwq) (ok bool) {
 	p.mu.Lock()
 	if w.pwq.Load() != pq {
 		p.mu.Unlock()
-		return false
+		return false, false
+	}
+	if to != nil && w.runsElsewhere(to) {
+		p.mu.Unlock()
+		return false, true
 	}
 	owned = true
 	bounded := pq.wq.bp.max > 0
@@ -282,7 +305,7 @@ func (w *Work) grabFromPwq(pq *pwq) (ok bool) {
 	if scan {
 		pq.lim.scan(pq)
 	}
-	return true
+	return true, false
 }
 
 func backoff(spins int) {

@@ -81,15 +81,23 @@ func init() {
 // ThreadMargin, or GOMAXPROCS + 4 when that is more.
 func GateMargin() int { return max(ThreadMargin, gate.maxprocs()+4) }
 
+// warnUnread logs, once per process, that a thread limit could not be
+// read. The logger is user code (slog's default handler), which may start
+// threads or queue work, and the callers hold the gate's lock and gowq's
+// pool and slot locks above it: it logs on a goroutine of its own.
+func warnUnread(err error) {
+	gate.errOnce.Do(func() {
+		go slog.Warn("gowq: cannot read all thread limits; unread ones are not enforced", "err", err)
+	})
+}
+
 // checkLocked reads the limits and returns a *LimitError when one more
 // thread (on top of those starting) would come within the margin. Called
 // with gate.mu held.
 func checkLocked() error {
 	n, lim, err := gate.read()
 	if err != nil {
-		gate.errOnce.Do(func() {
-			slog.Warn("gowq: cannot read all thread limits; unread ones are not enforced", "err", err)
-		})
+		warnUnread(err)
 	}
 	if n != math.MaxInt {
 		n -= gate.starting
@@ -124,9 +132,7 @@ func GateHeadroom() int {
 	defer gate.mu.Unlock()
 	n, _, err := gate.read()
 	if err != nil {
-		gate.errOnce.Do(func() {
-			slog.Warn("gowq: cannot read all thread limits; unread ones are not enforced", "err", err)
-		})
+		warnUnread(err)
 	}
 	if n == math.MaxInt {
 		return n

@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"runtime"
 	"testing"
 	"time"
 )
@@ -24,8 +25,9 @@ func WaitFor(t testing.TB, what string, cond func() bool) {
 }
 
 // MustReturn runs f on a new goroutine and fails the test (t.Fatalf, naming
-// what) if f has not returned within Timeout; f is then left running. It
-// blocks; call it from the test's goroutine.
+// what, with every goroutine's stack) if f has not returned within
+// Timeout; f is then left running. It blocks; call it from the test's
+// goroutine.
 func MustReturn(t testing.TB, what string, f func()) {
 	t.Helper()
 	done := make(chan struct{})
@@ -36,6 +38,8 @@ func MustReturn(t testing.TB, what string, f func()) {
 	select {
 	case <-done:
 	case <-time.After(Timeout):
-		t.Fatalf("%s did not return (hang)", what)
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		t.Fatalf("%s did not return (hang); goroutines:\n%s", what, buf)
 	}
 }
