@@ -207,7 +207,7 @@ func TestCPUTimeOwedToRetiredPwqIsKept(t *testing.T) {
 	if err := q.SetCPUMask([]int{0}); err != nil {
 		t.Skipf("SetCPUMask([0]): %v", err)
 	}
-	var used time.Duration // guarded by the queue's max_active 1 and Flush
+	var used time.Duration // guarded by the queue's max_active 1 and Drain
 	item := func(d time.Duration) func() {
 		return func() {
 			c0 := sched.SelfCPUTime()
@@ -228,7 +228,9 @@ func TestCPUTimeOwedToRetiredPwqIsKept(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	q.Flush()
+	// Drain, not Flush: Flush does not wait for the items the first one
+	// queues after Flush began (flush_workqueue's colors).
+	q.Drain()
 	if err := q.SetNice(19); err != nil { // a new pool; the old pwq retires
 		t.Skipf("SetNice(19): %v", err)
 	}
