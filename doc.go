@@ -186,16 +186,15 @@
 //     A MemReclaim queue's rescuer is started by Alloc, so a rescue never
 //     needs a new thread. Goroutine-backed queues start no thread, but the
 //     runtime creates one for each of their items blocked in a system
-//     call: their items in flight stay within the gate's headroom (items
-//     in a system call hold their thread already; while items blocked in
-//     Go hold none and the runtime's thread count does not grow, one more
-//     starts per 0.5 ms), and a MemReclaim queue whose items wait there
-//     for 10 ms is run by its rescuer. The promise ends at threads the
-//     program's own goroutines create, at a limit set or tightened after
-//     a reading that found room (the limits are read at most once a
-//     second while none binds), and at an item that waits in Go over
-//     0.5 ms and then enters a blocking system call within the gate's
-//     margin.
+//     call: while a limit is near, their items in flight (blocked in Go or
+//     not) stay within the threads the gate's headroom and the runtime's
+//     unused threads leave them, beyond the gate's margin, and a
+//     MemReclaim queue whose items wait there for 10 ms is run by its
+//     rescuer. The promise ends at threads the program's own goroutines
+//     create or hold (goroutines locked to a thread, or in a system call
+//     while items are in flight), and at a limit set or tightened after a
+//     reading that found room (the limits are read at most once a second
+//     while none binds).
 //   - Every wait returns: no call on an item waits for a thread that waits
 //     for the caller. While CancelSync or DisableSync waits for a running
 //     instance it holds the item: Queue returns false, ModDelayed returns

@@ -35,11 +35,14 @@ import (
 //   - Threads. The Go runtime creates a thread for every goroutine that
 //     blocks in a system call while others need its P, and aborts the
 //     process when the creation fails. Goroutine items in flight stay
-//     within the thread gate's headroom (sched.GateHeadroom) at the last
-//     reading, counting items in system calls (which hold their thread
-//     already) from the runtime's count of goroutines not in Go; items
-//     blocked in Go hold no thread, so while some are and the runtime's
-//     thread count does not grow, one more may start per goCheckEvery.
+//     within the threads they may hold at the last reading
+//     (readThreadsLocked): the thread gate's headroom (sched.GateHeadroom,
+//     its margin kept for the runtime's own threads) plus the runtime's
+//     threads that no locked goroutine and no goroutine in a system call
+//     holds, plus the threads of items in system calls. Every item counts,
+//     also one blocked in Go (it holds no thread now, but may enter a
+//     system call at any time, before the runtime has made a thread for
+//     it), and so do a forced admission and a lift of the RT bound.
 //     Without a thread limit the reading is made once.
 //
 // A refused worker waits outside its pool's lock; the item stays on the
@@ -111,7 +114,6 @@ type goAdmission struct {
 	thrCap    int32 // mu: from the last thread reading; MaxInt32 with no thread limit
 	thrRead   bool  // mu: thrCap was read once
 	thrReadAt int64 // mu: ns of the last thread reading
-	threadsAt int64 // mu: the runtime's thread count at the last reading
 	liftUntil int64 // mu: ns until which the RT bound is lifted
 	liftTimer *time.Timer
 	checkAt   int64 // mu: ns of the last sample
@@ -175,7 +177,7 @@ func goTakeSlow() bool {
 	now := nanotime()
 	if !a.thrRead || (a.inflight.Load() >= a.thrCap && now-a.thrReadAt >= int64(goCheckEvery)) {
 		metrics.Read(a.samples)
-		a.readThreadsLocked(now, false)
+		a.readThreadsLocked(now)
 		a.setLimitLocked(now)
 	}
 	return a.takeLocked(false)
@@ -271,32 +273,39 @@ func (a *goAdmission) rtCapLocked(procs int) {
 	a.rtCap = int32(max(1, procs-a.reserved))
 }
 
-// readThreadsLocked reads the thread headroom and sets the thread bound:
-// the items in system calls (the runtime's goroutines not in Go, at most
-// the items in flight) hold their threads already; half of the headroom
-// is for new ones, so that the limits are read again before it is used
-// up. poll (a waiter's sample): while items in flight hold no thread and
-// the runtime's thread count did not grow since the last reading, one
-// more may start. The samples are read. Called with mu held.
-func (a *goAdmission) readThreadsLocked(now int64, poll bool) {
+// readThreadsLocked reads the thread headroom and sets the thread bound
+// (the samples are read). The bound counts threads, not items: every item
+// in flight may enter a system call and then hold a thread of its own,
+// and the runtime needs, besides those, at most one thread per P, sysmon
+// and its template thread, which the gate's margin (GateMargin: at least
+// GOMAXPROCS+4) keeps. So the items may hold the threads the process may
+// still create (the gate's headroom, margin subtracted), plus the
+// runtime's threads that nothing else holds: its thread count less the
+// threads locked by GoLocked goroutines and those of goroutines not in Go
+// (in a system call or cgo call: each holds its thread), of which those
+// of items in flight are given back (at most the items in flight). The
+// runtime keeps the threads it made (idle ones serve the next system
+// calls), so after a burst the bound stays where it was while the gate's
+// headroom is gone. Called with mu held.
+func (a *goAdmission) readThreadsLocked(now int64) {
 	h := sched.GateHeadroom()
-	threads := int64(sampleU(a.samples[goSampleThreads]))
-	first := !a.thrRead
 	a.thrRead, a.thrReadAt = true, now
 	a.thrReadAtA.Store(now)
 	if h >= goThreadsFar {
 		a.thrCap = math.MaxInt32
-		a.threadsAt = threads
 		return
 	}
-	in := int64(a.inflight.Load())
-	base := min(in, int64(sampleU(a.samples[goSampleNotInGo])))
-	c := base + (max(int64(h), 0)+1)/2
-	if poll && !first && c <= in && in > base && threads <= a.threadsAt {
-		c = in + 1
-	}
-	a.threadsAt = threads
-	a.thrCap = int32(min(max(c, 1), math.MaxInt32))
+	a.thrCap = int32(min(max(goThreadCap(int64(h), int64(a.inflight.Load()), a.samples), 0), math.MaxInt32))
+}
+
+// goThreadCap returns how many goroutine items may be in flight: h is the
+// gate's headroom (GateHeadroom), in the items in flight, s the samples
+// (goSample*) read just before h. See readThreadsLocked.
+func goThreadCap(h, in int64, s []metrics.Sample) int64 {
+	threads := int64(sampleU(s[goSampleThreads]))
+	notInGo := int64(sampleU(s[goSampleNotInGo]))
+	base := min(in, notInGo)
+	return base + h + threads - int64(sched.LockedThreads()) - notInGo
 }
 
 func sampleU(s metrics.Sample) uint64 {
@@ -322,7 +331,7 @@ func (a *goAdmission) pollLocked(w *goWaiter, p *pool, now int64) {
 	if !a.thrRead || (a.thrCap != math.MaxInt32 && in >= a.thrCap) || now-a.thrReadAt >= int64(goThreadsReadEvery) {
 		// The thread bound binds, or the reading is old: about 20 us of
 		// file reads, so not at every sample of an RT-bound line.
-		a.readThreadsLocked(now, true)
+		a.readThreadsLocked(now)
 	}
 	threadBound := in >= a.thrCap
 	if threadBound {
@@ -408,7 +417,7 @@ func (wk *worker) goSlotStale(now int64) {
 			return
 		}
 		metrics.Read(a.samples)
-		a.readThreadsLocked(now, false)
+		a.readThreadsLocked(now)
 		a.setLimitLocked(now)
 		a.grantLocked()
 	}()

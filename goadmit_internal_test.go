@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math"
 	"runtime"
+	"runtime/metrics"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -172,8 +173,26 @@ func TestGoSlotsReturnedOnEveryExit(t *testing.T) {
 	settled("Destroy")
 }
 
-// TestMemReclaimRescuedAtThreadCap: at the thread bound (the gate leaves
-// no headroom and every slot is held by an item blocked in a system
+// itemThreads returns a gate reader that leaves goroutine items k
+// threads in all: the limit's headroom is the margin less the threads
+// goThreadCap would count for the items (the runtime's threads not locked
+// and not in a system call, and those of items in one), plus k.
+func itemThreads(k int) func() (int, sched.ThreadLimit, error) {
+	return func() (int, sched.ThreadLimit, error) {
+		s := []metrics.Sample{
+			goSampleThreads: {Name: "/sched/threads/total:threads"},
+			goSampleNotInGo: {Name: "/sched/goroutines/not-in-go:goroutines"},
+		}
+		metrics.Read(s)
+		notInGo := int(sampleU(s[goSampleNotInGo]))
+		free := int(sampleU(s[goSampleThreads])) - sched.LockedThreads() - notInGo
+		n := sched.GateMargin() - free - min(int(goAdm.inflight.Load()), notInGo) + k
+		return n, sched.ThreadLimit{Name: "test", Max: 1000, Current: 1000 - n}, nil
+	}
+}
+
+// TestMemReclaimRescuedAtThreadCap: at the thread bound (the gate and the
+// runtime's idle threads leave the items 4 threads, and every slot is held by an item blocked in a system
 // call), a MemReclaim default queue's item is run by its rescuer, whose
 // thread exists already.
 func TestMemReclaimRescuedAtThreadCap(t *testing.T) {
@@ -189,14 +208,12 @@ func TestMemReclaimRescuedAtThreadCap(t *testing.T) {
 	}
 	defer unix.Close(fds[0])
 	defer unix.Close(fds[1])
-	restore := sched.SetGateReader(func() (int, sched.ThreadLimit, error) {
-		return sched.GateMargin(), sched.ThreadLimit{Name: "test", Max: 100, Current: 100 - sched.GateMargin()}, nil
-	})
+	const nBlock = 4
+	restore := sched.SetGateReader(itemThreads(nBlock))
 	defer restore()
 	goThreadsReread()
 	defer goThreadsReread()
 	// Items blocked in read(2) on a blocking pipe: each holds a thread.
-	const nBlock = 4
 	var blocked atomic.Int32
 	for range nBlock {
 		q.Go(func() {

@@ -140,6 +140,15 @@ func GateHeadroom() int {
 	return n - gate.starting - GateMargin()
 }
 
+// lockedThreads counts the goroutines started by GoLocked that hold their
+// own thread now.
+var lockedThreads atomic.Int64
+
+// LockedThreads returns how many goroutines started by GoLocked hold a
+// thread of their own now: threads the Go runtime cannot give to other
+// goroutines. Safe from any goroutine; an atomic load.
+func LockedThreads() int { return int(lockedThreads.Load()) }
+
 // GateStarting returns how many creations the gate allowed whose
 // goroutine does not hold its own thread yet (for tests: a thread count
 // read while it is above zero misses those threads). Blocks for other

@@ -53,6 +53,8 @@ func lockedStart(fn func(), ready chan<- struct{}, admitted bool) {
 	if admitted {
 		started() // the thread exists: the kernel's counts include it now
 	}
+	lockedThreads.Add(1)
+	defer lockedThreads.Add(-1)
 	// Lock LockDepth times in all: a work function that calls
 	// runtime.UnlockOSThread (once, or a few times) then only lowers the
 	// nesting count, and the goroutine stays on this thread, which dies with
