@@ -150,17 +150,19 @@ func (q *Workqueue) queuePendedErr(reqCPU int, w *Work, k admitKind, plug *wakeP
 			tid := sched.Gettid()
 			self := transitSelf()
 			w.transit.Store(self)
-			transitWork.Store(self, w)
+			// A queue_work nested in the tracer (it queues an item) holds
+			// its own item over this one: it puts this one back after.
+			outer, nested := transitWork.Swap(self, w)
 			emit(tr, &wqtrace.Event{Kind: wqtrace.QueueWork, TimeNs: nanotime(), CPU: sched.GetCPU(), TID: tid, Work: w.addr(), Function: w.Func(), Workqueue: q.name, ReqCPU: reqCPU, TargetCPU: target},
 				func() {
-					transitWork.Delete(self)
+					endTransitWork(self, outer, nested)
 					w.transit.Store(0)
 					runtime.UnlockOSThread()
 					w.markCancelled()
 					w.release()
 					cancelGoItem(w)
 				})
-			transitWork.Delete(self)
+			endTransitWork(self, outer, nested)
 			w.transit.Store(0)
 			runtime.UnlockOSThread()
 		}
@@ -211,6 +213,17 @@ func (q *Workqueue) queuePendedErr(reqCPU int, w *Work, k admitKind, plug *wakeP
 // knows its caller (Group.Wait) can tell that it would wait for that
 // item. Written only while a tracer is set.
 var transitWork sync.Map
+
+// endTransitWork ends the transit record of self's innermost
+// queue_work: the outer item of a nested one is put back (nested), else
+// the record is removed.
+func endTransitWork(self int64, outer any, nested bool) {
+	if nested {
+		transitWork.Store(self, outer)
+		return
+	}
+	transitWork.Delete(self)
+}
 
 // transitSelf is the caller's identity for Work.transit: its goroutine
 // id, or its negated tid where goroutine ids cannot be read.
