@@ -150,19 +150,22 @@ func (q *Workqueue) queuePendedErr(reqCPU int, w *Work, k admitKind, plug *wakeP
 			tid := sched.Gettid()
 			self := transitSelf()
 			w.transit.Store(self)
-			// A queue_work nested in the tracer (it queues an item) holds
-			// its own item over this one: it puts this one back after.
-			outer, nested := transitWork.Swap(self, w)
+			// A queue_work nested in the tracer (it queues an item) records
+			// its item over this one, and puts this one back after.
+			outer, _ := transitWork.Load(self)
+			rec := &transitRec{w: w}
+			rec.outer, _ = outer.(*transitRec)
+			transitWork.Store(self, rec)
 			emit(tr, &wqtrace.Event{Kind: wqtrace.QueueWork, TimeNs: nanotime(), CPU: sched.GetCPU(), TID: tid, Work: w.addr(), Function: w.Func(), Workqueue: q.name, ReqCPU: reqCPU, TargetCPU: target},
 				func() {
-					endTransitWork(self, outer, nested)
+					endTransitWork(self, rec)
 					w.transit.Store(0)
 					runtime.UnlockOSThread()
 					w.markCancelled()
 					w.release()
 					cancelGoItem(w)
 				})
-			endTransitWork(self, outer, nested)
+			endTransitWork(self, rec)
 			w.transit.Store(0)
 			runtime.UnlockOSThread()
 		}
@@ -208,18 +211,25 @@ func (q *Workqueue) queuePendedErr(reqCPU int, w *Work, k admitKind, plug *wakeP
 	}
 }
 
-// transitWork maps a transitSelf identity to the item it holds in transit
-// while the tracer's queue_work runs on it, so that a wait that only
-// knows its caller (Group.Wait) can tell that it would wait for that
-// item. Written only while a tracer is set.
+// transitWork maps a transitSelf identity to the items it holds in
+// transit while the tracer's queue_work runs on it (a *transitRec: the
+// innermost first, when the tracer queues items itself), so that a wait
+// that only knows its caller (Group.Wait) can tell that it would wait for
+// one of them. Written only while a tracer is set.
 var transitWork sync.Map
 
-// endTransitWork ends the transit record of self's innermost
-// queue_work: the outer item of a nested one is put back (nested), else
-// the record is removed.
-func endTransitWork(self int64, outer any, nested bool) {
-	if nested {
-		transitWork.Store(self, outer)
+// transitRec is one item in transit in a queue_work, and the record of
+// the queue_work it is nested in (nil if none).
+type transitRec struct {
+	w     *Work
+	outer *transitRec
+}
+
+// endTransitWork ends rec, self's innermost transit record: the record it
+// is nested in is put back, if any.
+func endTransitWork(self int64, rec *transitRec) {
+	if rec.outer != nil {
+		transitWork.Store(self, rec.outer)
 		return
 	}
 	transitWork.Delete(self)
