@@ -618,30 +618,27 @@ func TestModDelayedRefusedElsewhereLeavesPendingInstance(t *testing.T) {
 
 // TestDestroyFromTracerQueueWorkOfDelayedItem: the tracer's queue_work
 // runs under no gowq lock (SetTracer forbids queueing, cancelling and
-// flushing only from activate_work), and a Destroy there returns for a
-// Queue's item. An item ModDelayed queues at once (d = 0), or whose
-// timer fired, is counted as firing on q while it is queued, and so
-// while the tracer runs: Destroy's closeTimers waits for that count,
-// held by the goroutine that waits. Unfixed: skipped unless
-// GOWQ_TEST_KNOWN_HANGS=1.
+// flushing only from activate_work). An item ModDelayed queues at once
+// (d = 0), or whose timer fired, is counted as firing on q while it is
+// queued, and so while the tracer runs: a Destroy there would wait in
+// closeTimers for a count its own goroutine holds. Destroy of q from the
+// queue_work of an item bound for q returns ErrDeadlock, as from q's own
+// items, and the item still runs.
 func TestDestroyFromTracerQueueWorkOfDelayedItem(t *testing.T) {
-	if os.Getenv("GOWQ_TEST_KNOWN_HANGS") != "1" {
-		t.Skip("known hang: the firing count is held across the tracer's queue_work (set GOWQ_TEST_KNOWN_HANGS=1)")
-	}
 	for _, mode := range []string{"Queue", "ModDelayed", "timer"} {
 		t.Run(mode, func(t *testing.T) {
 			name := "tr-destroy-" + mode
 			q := allocUnlessHung(t, name)
 			var once atomic.Bool
-			destroyed := make(chan struct{})
+			destroyed := make(chan error, 1)
 			wq.SetTracer(tracerFunc(func(ev *wqtrace.Event) {
 				if ev.Kind == wqtrace.QueueWork && ev.Workqueue == name && once.CompareAndSwap(false, true) {
-					q.Destroy()
-					close(destroyed)
+					destroyed <- q.DestroyContext(context.Background())
 				}
 			}))
 			defer wq.SetTracer(nil)
-			dw := wq.NewDelayedWork(func() {})
+			var ran atomic.Int32
+			dw := wq.NewDelayedWork(func() { ran.Add(1) })
 			go func() {
 				switch mode {
 				case "Queue":
@@ -652,7 +649,12 @@ func TestDestroyFromTracerQueueWorkOfDelayedItem(t *testing.T) {
 					q.QueueDelayed(dw, time.Millisecond)
 				}
 			}()
-			mustReturn(t, "Destroy from the tracer's queue_work of the "+mode+" item", func() { <-destroyed })
+			var err error
+			mustReturn(t, "Destroy from the tracer's queue_work of the "+mode+" item", func() { err = <-destroyed })
+			if !errors.Is(err, wq.ErrDeadlock) {
+				t.Errorf("DestroyContext from the tracer's queue_work = %v, want ErrDeadlock", err)
+			}
+			waitFor(t, "the "+mode+" item's run", func() bool { return ran.Load() == 1 })
 		})
 	}
 }

@@ -153,7 +153,7 @@ func (q *Workqueue) queuePendedErr(reqCPU int, w *Work, k admitKind, plug *wakeP
 			// A queue_work nested in the tracer (it queues an item) records
 			// its item over this one, and puts this one back after.
 			outer, _ := transitWork.Load(self)
-			rec := &transitRec{w: w}
+			rec := &transitRec{w: w, q: q}
 			rec.outer, _ = outer.(*transitRec)
 			transitWork.Store(self, rec)
 			emit(tr, &wqtrace.Event{Kind: wqtrace.QueueWork, TimeNs: nanotime(), CPU: sched.GetCPU(), TID: tid, Work: w.addr(), Function: w.Func(), Workqueue: q.name, ReqCPU: reqCPU, TargetCPU: target},
@@ -222,6 +222,7 @@ var transitWork sync.Map
 // the queue_work it is nested in (nil if none).
 type transitRec struct {
 	w     *Work
+	q     *Workqueue // the queue w is bound for
 	outer *transitRec
 }
 
@@ -233,6 +234,27 @@ func endTransitWork(self int64, rec *transitRec) {
 		return
 	}
 	transitWork.Delete(self)
+}
+
+// inTransitTo reports whether the caller is in the tracer's queue_work of
+// an item bound for q (also nested): a Destroy of q there would wait for
+// the item the caller itself holds (a fired timer's or ModDelayed's
+// instance is counted as firing until queued, and closeTimers waits for
+// it). Only with a tracer set; one map load.
+func (q *Workqueue) inTransitTo() bool {
+	if tracer.Load() == nil {
+		return false
+	}
+	v, ok := transitWork.Load(transitSelf())
+	if !ok {
+		return false
+	}
+	for r := v.(*transitRec); r != nil; r = r.outer {
+		if r.q == q {
+			return true
+		}
+	}
+	return false
 }
 
 // transitSelf is the caller's identity for Work.transit: its goroutine
