@@ -294,8 +294,8 @@ func (p *pool) kick() {
 		return
 	}
 	p.kickGen.Add(1)
-	if p.nrSpinning > 0 {
-		return // a spinning worker takes it, with no wake-up
+	if p.spinnerTakes() {
+		return
 	}
 	if n := len(p.idle); n > 0 {
 		p.mu.wake = p.idle[p.wakeHint()]
