@@ -475,8 +475,8 @@ const unboundBlockingConfirm = 50 * time.Microsecond
 // the CM monitor last saw one of its workers blocked (pool.concurrency).
 const unboundBlockingHold = 10 * time.Millisecond
 
-// wakeOrCreate wakes an idle worker, or creates one, when the pool needs
-// more workers. Called with mu held.
+// wakeOrCreate wakes an idle worker (cmWakeHint), or creates one, when the
+// pool needs more workers. Called with mu held.
 func (p *pool) wakeOrCreate() {
 	if lockdep {
 		p.assertHeld()
@@ -484,8 +484,8 @@ func (p *pool) wakeOrCreate() {
 	if !p.needMoreWorker() {
 		return
 	}
-	if n := len(p.idle); n > 0 {
-		p.mu.wake = p.idle[n-1]
+	if len(p.idle) > 0 {
+		p.mu.wake = p.idle[p.cmWakeHint()]
 		return
 	}
 	p.createWorker()

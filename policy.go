@@ -60,9 +60,9 @@ func (p *pool) concurrency() int {
 }
 
 // needMoreWorker: work is pending and fewer workers run than the pool's
-// concurrency (need_more_worker). Called from kick, the worker loop, the
-// CM monitor (cmSample, wakeOrCreate), maydayTimeout, createFailed and
-// the rescuer.
+// concurrency (need_more_worker). Called from kick, the worker loop
+// (needThisWorker, trySpin, workAtScanOff), the CM monitor (cmSample,
+// wakeOrCreate), maydayTimeout, createFailed and the rescuer.
 func (p *pool) needMoreWorker() bool {
 	if lockdep {
 		p.assertHeld()
@@ -73,6 +73,20 @@ func (p *pool) needMoreWorker() bool {
 // A goroutine pool whose worker waits for a slot (goRoom, at the end of
 // this file) needs no more workers: the waiter runs the pending items
 // once it has one.
+
+// needThisWorker: the pool needs the asking worker to run its pending
+// items: it needs more workers, or the worker is a goroutine worker that
+// holds a slot (holdsSlot) and work is pending: the slot waiters that
+// stop needMoreWorker wait for its slot, so it runs the items itself (the
+// kernel's worker_thread asks need_more_worker). It takes holdsSlot, not
+// the worker, and asks len, not empty, to stay within the inliner's
+// budget. Called from the worker loop, woken or back from a batch.
+func (p *pool) needThisWorker(holdsSlot bool) bool {
+	if lockdep {
+		p.assertHeld()
+	}
+	return p.needMoreWorker() || (holdsSlot && p.worklist.len() > 0)
+}
 
 // keepWorking: work is pending and the running workers, the caller
 // included, do not exceed the pool's concurrency (keep_working). Called
@@ -150,6 +164,23 @@ func (p *pool) wakeHint() int {
 	return n - 1
 }
 
+// cmWakeHint picks the idle worker that the CM monitor wakes (wakeOrCreate,
+// for a worker seen asleep, blocking or CPU-intensive): the most recently
+// idle one (LIFO, warm caches), without wakeHint's preference for the
+// queuer's CPU. That preference pays when a queuer's kick wakes the
+// worker on the CPU that queued the item just now; the monitor wakes a
+// worker a tick or more after the queuing, from its own thread, to stand
+// in for a worker that stopped running, and the queuer's CPU is then no
+// better placed than another: waking the worker parked there would only
+// preempt whatever runs on it now. Called from wakeOrCreate, with idle
+// non-empty.
+func (p *pool) cmWakeHint() int {
+	if lockdep {
+		p.assertHeld()
+	}
+	return len(p.idle) - 1
+}
+
 // tooManyWorkers mirrors too_many_workers(): more than two idle workers
 // and idle workers at least a quarter of the busy ones: the idle-reap
 // test. Called from enterIdle (to arm the idle timer) and reapIdle.
@@ -204,6 +235,26 @@ func (p *pool) spinOK(wk *worker) bool {
 	// An unknown queuer CPU (no cheap way to read it here) rules spinning
 	// out: it might be this one.
 	return p.lastQueueCPU >= 0 && sched.GetCPU() != p.lastQueueCPU
+}
+
+// spinnerTakes: a worker of the pool spins (trySpin) and takes the item a
+// kick is for: the kick wakes no one. Called from kick, after it moved the
+// kick generation the spinner watches.
+func (p *pool) spinnerTakes() bool {
+	if lockdep {
+		p.assertHeld()
+	}
+	return p.nrSpinning > 0
+}
+
+// spinMissed notes a spin that saw no kick: wk spins no more before a
+// park shorter than spinAfterPark (spinOK's last-park rule) shows items
+// coming fast again. Called from trySpin.
+func (p *pool) spinMissed(wk *worker) {
+	if lockdep {
+		p.assertHeld()
+	}
+	wk.lastPark = spinAfterPark
 }
 
 // setCounted makes wk count in nrRunning (on) or not, and reports whether

@@ -13,45 +13,6 @@ import (
 	"github.com/gowq/wq/internal/topology"
 )
 
-// classAttrs is a worker class: scheduling policy, RT priority and nice.
-type classAttrs struct {
-	policy sched.Policy
-	prio   int
-	nice   int
-}
-
-func (c classAttrs) rt() bool { return c.policy == sched.PolicyFIFO || c.policy == sched.PolicyRR }
-
-// suffix is the worker-name suffix of the class: "F" for SCHED_FIFO, "H"
-// for nice < 0 (the kernel's "H" of a highpri kworker), "" otherwise.
-func (c classAttrs) suffix() string {
-	switch {
-	case c.rt():
-		return "F"
-	case c.nice < 0:
-		return "H"
-	}
-	return ""
-}
-
-// poolKey identifies a worker pool. Per-CPU pools have cpu >= 0; unbound
-// pools have cpu == -1 and are shared by all workqueues whose attributes
-// produce the same key (the kernel's unbound_pool_hash).
-type poolKey struct {
-	cpu    int
-	class  classAttrs
-	pod    string // unbound: the pod's CPUs (list format)
-	allow  string // unbound: CPUs the workers may run on (pod if strict)
-	strict bool
-	// goro: a goroutine-backed pool: the workers are goroutines, not
-	// threads (gopool.go). Such a pool is not concurrency-managed: the CM
-	// monitor does not sample it and its workers never count in
-	// nrRunning, since they have no thread of their own to sample. The
-	// one spelling of "goroutine-backed" in the code (the pool lock
-	// copies it as poolMutex.goro).
-	goro bool
-}
-
 // pool is a worker pool: a worklist of active items and the workers that
 // run them (struct worker_pool).
 //
@@ -167,6 +128,45 @@ type pool struct {
 	// A: a worker of this goroutine pool has waited for a slot at the
 	// thread bound for a mayday interval: the rescuers may run its items.
 	slotStarved atomic.Bool
+}
+
+// classAttrs is a worker class: scheduling policy, RT priority and nice.
+type classAttrs struct {
+	policy sched.Policy
+	prio   int
+	nice   int
+}
+
+func (c classAttrs) rt() bool { return c.policy == sched.PolicyFIFO || c.policy == sched.PolicyRR }
+
+// suffix is the worker-name suffix of the class: "F" for SCHED_FIFO, "H"
+// for nice < 0 (the kernel's "H" of a highpri kworker), "" otherwise.
+func (c classAttrs) suffix() string {
+	switch {
+	case c.rt():
+		return "F"
+	case c.nice < 0:
+		return "H"
+	}
+	return ""
+}
+
+// poolKey identifies a worker pool. Per-CPU pools have cpu >= 0; unbound
+// pools have cpu == -1 and are shared by all workqueues whose attributes
+// produce the same key (the kernel's unbound_pool_hash).
+type poolKey struct {
+	cpu    int
+	class  classAttrs
+	pod    string // unbound: the pod's CPUs (list format)
+	allow  string // unbound: CPUs the workers may run on (pod if strict)
+	strict bool
+	// goro: a goroutine-backed pool: the workers are goroutines, not
+	// threads (gopool.go). Such a pool is not concurrency-managed: the CM
+	// monitor does not sample it and its workers never count in
+	// nrRunning, since they have no thread of their own to sample. The
+	// one spelling of "goroutine-backed" in the code (the pool lock
+	// copies it as poolMutex.goro).
+	goro bool
 }
 
 var poolRegistry struct {
@@ -294,8 +294,8 @@ func (p *pool) kick() {
 		return
 	}
 	p.kickGen.Add(1)
-	if p.nrSpinning > 0 {
-		return // a spinning worker takes it, with no wake-up
+	if p.spinnerTakes() {
+		return
 	}
 	if n := len(p.idle); n > 0 {
 		p.mu.wake = p.idle[p.wakeHint()]

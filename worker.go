@@ -386,9 +386,7 @@ func (wk *worker) loop() {
 				return
 			}
 			p.leaveIdle(wk)
-			// A goroutine worker that holds a slot runs what is pending,
-			// though its pool's slot waiters stop needMoreWorker.
-			if p.needMoreWorker() || (wk.slot && !p.worklist.empty()) {
+			if p.needThisWorker(wk.slot) {
 				if wk.gch != nil && !wk.slot && !wk.goSlot(p) {
 					continue // waited for a slot (goadmit.go)
 				}
@@ -516,7 +514,7 @@ func (wk *worker) trySpin() bool {
 		return true
 	}
 	p.spinMisses.Add(1)
-	wk.lastPark = spinAfterPark // no spin again before a short park
+	p.spinMissed(wk)
 	return !wk.dying && p.needMoreWorker()
 }
 

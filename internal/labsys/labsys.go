@@ -88,6 +88,11 @@ func GoThread(fn func()) error {
 // error; so is a list with no online CPU the process may use.
 func SetThreadAffinity(cpus []int) error { return sched.SetAffinity(0, cpus) }
 
+// ThreadAffinity returns the CPUs the calling thread may run on
+// (sched_getaffinity(2)), in increasing order: the process's mask unless
+// the thread was pinned.
+func ThreadAffinity() ([]int, error) { return sched.Affinity(0) }
+
 // SetThreadAttr sets the calling thread's class a (sched_setattr(2),
 // with SCHED_RESET_ON_FORK so that its children do not inherit an RT
 // policy). Call it only on a thread started by GoThread. It returns an
@@ -95,6 +100,15 @@ func SetThreadAffinity(cpus []int) error { return sched.SetAffinity(0, cpus) }
 // DiagnoseClass), and an error for a nice outside -20..19. Mirrors
 // sched_set_fifo_low() / set_user_nice().
 func SetThreadAttr(a ThreadAttr) error { return permitted(sched.SetAttr(0, a)) }
+
+// SetThreadAttrInherited is SetThreadAttr without SCHED_RESET_ON_FORK:
+// the threads and processes the calling thread creates inherit class a
+// (the raw probe's C threads, started from a FIFO queuer). Call it only on
+// a thread started by GoThread, and give the thread its SetThreadAttr back
+// when its children are started. Errors as SetThreadAttr's.
+func SetThreadAttrInherited(a ThreadAttr) error {
+	return permitted(sched.SetAttrInherited(0, a))
+}
 
 // CheckRT reports whether this process may run threads at SCHED_FIFO
 // priority prio, as far as privilege goes: nil with CAP_SYS_NICE or

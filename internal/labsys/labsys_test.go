@@ -68,3 +68,48 @@ func TestGoThreadParker(t *testing.T) {
 		t.Error("unknown scope accepted")
 	}
 }
+
+// TestSetThreadAttrInherited: SetThreadAttrInherited gives the calling
+// thread its class without SCHED_RESET_ON_FORK, so that the threads it
+// creates inherit it, and SetThreadAttr sets the flag again. Fault caught:
+// a FIFO queuer whose raw probe threads start as SCHED_OTHER (the flag
+// kept), or a queuer left without the flag after the probe.
+func TestSetThreadAttrInherited(t *testing.T) {
+	if err := CheckRT(1); err != nil {
+		t.Skipf("needs SCHED_FIFO: %v", err)
+	}
+	type seen struct {
+		policy, flags uint64
+		err           error
+	}
+	read := func() seen {
+		a, err := unix.SchedGetAttr(0, 0)
+		if err != nil {
+			return seen{err: err}
+		}
+		return seen{policy: uint64(a.Policy), flags: a.Flags}
+	}
+	got := make(chan [2]seen, 1)
+	if err := GoThread(func() {
+		fifo := ThreadAttr{Policy: ThreadFIFO, Priority: 1}
+		var s [2]seen
+		if s[0].err = SetThreadAttrInherited(fifo); s[0].err == nil {
+			s[0] = read()
+		}
+		if s[1].err = SetThreadAttr(fifo); s[1].err == nil {
+			s[1] = read()
+		}
+		got <- s
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s := <-got
+	for i, want := range []uint64{0, unix.SCHED_FLAG_RESET_ON_FORK} {
+		if s[i].err != nil {
+			t.Fatalf("step %d: %v", i, s[i].err)
+		}
+		if s[i].policy != unix.SCHED_FIFO || s[i].flags&unix.SCHED_FLAG_RESET_ON_FORK != want {
+			t.Errorf("step %d: policy %d flags %#x: want SCHED_FIFO, reset-on-fork %#x", i, s[i].policy, s[i].flags, want)
+		}
+	}
+}

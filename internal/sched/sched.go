@@ -133,6 +133,17 @@ type Attr struct {
 // thread do not inherit an RT policy. Returns an error wrapping ErrPermission
 // on EPERM. Mirrors sched_setattr_nocheck() / sched_set_fifo_low().
 func SetAttr(tid int, a Attr) error {
+	return setAttr(tid, a, unix.SCHED_FLAG_RESET_ON_FORK)
+}
+
+// SetAttrInherited is SetAttr without SCHED_RESET_ON_FORK: the threads and
+// processes the thread creates inherit its class. For a thread that starts
+// children that must run in its class (the lab's raw probe). Clearing the
+// flag of a thread that has it needs CAP_SYS_NICE.
+func SetAttrInherited(tid int, a Attr) error { return setAttr(tid, a, 0) }
+
+// setAttr is SetAttr and SetAttrInherited, with the sched_attr flags given.
+func setAttr(tid int, a Attr, flags uint64) error {
 	if a.Nice < -20 || a.Nice > 19 {
 		return fmt.Errorf("sched_setattr(%d): nice %d out of range [-20, 19]: %w", tid, a.Nice, unix.EINVAL)
 	}
@@ -146,7 +157,7 @@ func SetAttr(tid int, a Attr) error {
 	attr := unix.SchedAttr{
 		Size:     unix.SizeofSchedAttr,
 		Policy:   uint32(a.Policy),
-		Flags:    unix.SCHED_FLAG_RESET_ON_FORK,
+		Flags:    flags,
 		Nice:     int32(a.Nice),
 		Priority: uint32(a.Priority),
 	}

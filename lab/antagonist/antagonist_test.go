@@ -109,7 +109,13 @@ func affinity(t *testing.T, tid int) []int {
 	if err := unix.SchedGetaffinity(tid, &set); err != nil {
 		t.Fatalf("sched_getaffinity(%d): %v", tid, err)
 	}
-	return cpuList(&set)
+	var out []int
+	for c := range len(set) * 64 {
+		if set.IsSet(c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // niceOf returns the nice value of a thread; the raw getpriority system

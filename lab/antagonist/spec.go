@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gowq/wq/internal/labsys"
 )
 
 // Errors returned by this package; test with errors.Is. Returned errors
@@ -207,13 +209,13 @@ func checkCPUs(cpus []int) error {
 	if len(cpus) == 0 {
 		return nil
 	}
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		return fmt.Errorf("antagonist: sched_getaffinity: %w", err)
+	allowed, err := labsys.ThreadAffinity()
+	if err != nil {
+		return fmt.Errorf("antagonist: %w", err)
 	}
 	for _, c := range cpus {
-		if c < 0 || c >= len(set)*64 || !set.IsSet(c) {
-			return fmt.Errorf("%w: CPU %d not allowed for this process (allowed: %v)", ErrInvalidSpec, c, cpuList(&set))
+		if !slices.Contains(allowed, c) {
+			return fmt.Errorf("%w: CPU %d not allowed for this process (allowed: %v)", ErrInvalidSpec, c, allowed)
 		}
 	}
 	return nil
@@ -222,21 +224,11 @@ func checkCPUs(cpus []int) error {
 // allowedCPUCount is the number of CPUs in this process's affinity mask, 0
 // when it cannot be read.
 func allowedCPUCount() int {
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
+	allowed, err := labsys.ThreadAffinity()
+	if err != nil {
 		return 0
 	}
-	return set.Count()
-}
-
-func cpuList(set *unix.CPUSet) []int {
-	var out []int
-	for c := range len(set) * 64 {
-		if set.IsSet(c) {
-			out = append(out, c)
-		}
-	}
-	return out
+	return len(allowed)
 }
 
 // childSpec is what the parent passes to a child in the environment.

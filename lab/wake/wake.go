@@ -25,8 +25,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/gowq/wq"
 	"github.com/gowq/wq/internal/labsys"
 	"github.com/gowq/wq/lab/baseline"
@@ -486,9 +484,8 @@ func (q *queuer) measure(r *row, n int, gap time.Duration) error {
 // and priority, as it always does for the FIFO row).
 func (q *queuer) runProbe(r *row, n int, gap time.Duration) error {
 	if q.fifo {
-		attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: uint32(q.prio)}
-		if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
-			return fmt.Errorf("sched_setattr FIFO for the probe's waker: %w", err)
+		if err := labsys.SetThreadAttrInherited(labsys.ThreadAttr{Policy: labsys.ThreadFIFO, Priority: q.prio}); err != nil {
+			return fmt.Errorf("FIFO for the probe's waker: %w", err)
 		}
 		defer labsys.SetThreadAttr(labsys.ThreadAttr{Policy: labsys.ThreadFIFO, Priority: q.prio})
 	}
