@@ -282,8 +282,9 @@ func (a *goAdmission) rtCapLocked(procs int) {
 // still create (the gate's headroom, margin subtracted), plus the
 // runtime's threads that nothing else holds: its thread count less the
 // threads locked by GoLocked goroutines and those of goroutines not in Go
-// (in a system call or cgo call: each holds its thread), of which those
-// of items in flight are given back (at most the items in flight). The
+// (in a system call or cgo call: each holds its thread; gowq's locked
+// threads parked in a futex are counted once), of which those of items
+// in flight are given back (at most the items in flight). The
 // runtime keeps the threads it made (idle ones serve the next system
 // calls), so after a burst the bound stays where it was while the gate's
 // headroom is gone. Called with mu held.
@@ -303,9 +304,11 @@ func (a *goAdmission) readThreadsLocked(now int64) {
 // (goSample*) read just before h. See readThreadsLocked.
 func goThreadCap(h, in int64, s []metrics.Sample) int64 {
 	threads := int64(sampleU(s[goSampleThreads]))
-	notInGo := int64(sampleU(s[goSampleNotInGo]))
-	base := min(in, notInGo)
-	return base + h + threads - int64(sched.LockedThreads()) - notInGo
+	locked := int64(sched.LockedThreads())
+	// Goroutines in system calls, less gowq's locked threads parked in
+	// their futex (counted with the locked ones already).
+	inSys := max(0, int64(sampleU(s[goSampleNotInGo]))-min(int64(sched.ParkedThreads()), locked))
+	return min(in, inSys) + h + threads - locked - inSys
 }
 
 func sampleU(s metrics.Sample) uint64 {

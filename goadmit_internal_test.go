@@ -174,9 +174,8 @@ func TestGoSlotsReturnedOnEveryExit(t *testing.T) {
 }
 
 // itemThreads returns a gate reader that leaves goroutine items k
-// threads in all: the limit's headroom is the margin less the threads
-// goThreadCap would count for the items (the runtime's threads not locked
-// and not in a system call, and those of items in one), plus k.
+// threads in all: the limit's headroom is the margin less what
+// goThreadCap would give the items with no headroom, plus k.
 func itemThreads(k int) func() (int, sched.ThreadLimit, error) {
 	return func() (int, sched.ThreadLimit, error) {
 		s := []metrics.Sample{
@@ -184,9 +183,7 @@ func itemThreads(k int) func() (int, sched.ThreadLimit, error) {
 			goSampleNotInGo: {Name: "/sched/goroutines/not-in-go:goroutines"},
 		}
 		metrics.Read(s)
-		notInGo := int(sampleU(s[goSampleNotInGo]))
-		free := int(sampleU(s[goSampleThreads])) - sched.LockedThreads() - notInGo
-		n := sched.GateMargin() - free - min(int(goAdm.inflight.Load()), notInGo) + k
+		n := sched.GateMargin() - int(goThreadCap(0, int64(goAdm.inflight.Load()), s)) + k
 		return n, sched.ThreadLimit{Name: "test", Max: 1000, Current: 1000 - n}, nil
 	}
 }

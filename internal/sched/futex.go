@@ -60,6 +60,17 @@ func (p *Parker) ParkTimeout(d time.Duration) bool {
 	return p.park(d)
 }
 
+// parkedThreads counts the Parkers' owners in their futex wait (or about
+// to enter or just out of it): each is a goroutine in a system call, and
+// every owner gowq starts is a GoLocked one.
+var parkedThreads atomic.Int64
+
+// ParkedThreads returns how many goroutines wait in a Parker now (or are
+// about to, or just woke): the Go runtime counts them as goroutines not in
+// Go, and gowq's are locked to their threads (LockedThreads). Safe from
+// any goroutine; an atomic load.
+func ParkedThreads() int { return int(parkedThreads.Load()) }
+
 func (p *Parker) park(d time.Duration) bool {
 	// Fast path: a token is already there.
 	if p.state.CompareAndSwap(parkToken, parkIdle) {
@@ -70,6 +81,8 @@ func (p *Parker) park(d time.Duration) bool {
 		p.state.Store(parkIdle)
 		return true
 	}
+	parkedThreads.Add(1)
+	defer parkedThreads.Add(-1)
 	var deadline time.Time
 	if d > 0 {
 		deadline = time.Now().Add(d)

@@ -81,6 +81,8 @@ func (p *Parker) parkStampMode(out *int64, block bool) {
 		p.state.Store(parkIdle)
 		return
 	}
+	parkedThreads.Add(1)
+	defer parkedThreads.Add(-1)
 	for {
 		if block {
 			futexWaitHandOff(unsafe.Pointer(&p.state), &p.ts, out)

@@ -37,6 +37,8 @@ func (p *Parker) ParkWait(handOff bool) (waitNs int64, slept bool) {
 		p.state.Store(parkIdle)
 		return 0, false
 	}
+	parkedThreads.Add(1)
+	defer parkedThreads.Add(-1)
 	for {
 		if handOff {
 			futexWaitTicksHandOff(unsafe.Pointer(&p.state), &p.ticks)

@@ -39,6 +39,8 @@ func (p *Parker) ParkUntil(deadlineNs int64) bool {
 		p.state.Store(parkIdle)
 		return true
 	}
+	parkedThreads.Add(1)
+	defer parkedThreads.Add(-1)
 	ts := unix.NsecToTimespec(deadlineNs)
 	for {
 		// FUTEX_WAIT_BITSET returns at once if the word is no longer
