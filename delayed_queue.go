@@ -54,8 +54,8 @@ func (q *Workqueue) queueDelayedOn(op string, cpu int, dw *DelayedWork, d time.D
 	if err := q.checkDelayed(cpu, dw); err != nil {
 		return q.result(op, workOf(dw), err)
 	}
-	if !dw.tryPend() {
-		return false
+	if err := dw.pendOn(q); err != nil {
+		return q.result(op, &dw.Work, err) // pending or disabled: false, not reported
 	}
 	return q.result(op, &dw.Work, dw.arm(q, cpu, d, admitNew))
 }

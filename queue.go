@@ -93,7 +93,7 @@ func (q *Workqueue) queueOnErr(cpu int, w *Work, plug *wakePlug) error {
 	if w == nil || w.fn == nil {
 		return ErrNoFunc
 	}
-	if err := w.pend(); err != nil {
+	if err := w.pendOn(q); err != nil {
 		return err
 	}
 	return q.queuePendedErr(cpu, w, admitNew, plug)
