@@ -2,6 +2,7 @@ package wq
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -152,6 +153,26 @@ func (w *Work) Func() string {
 
 // addr is the item's identity in events and dumps.
 func (w *Work) addr() uintptr { return uintptr(unsafe.Pointer(w)) }
+
+// pendFast is pendOn's common cases, small enough to be inlined into the
+// queue path (queueOnErr): errPending for an item already pending, nil
+// when it took PENDING of an idle item that runs nowhere (the exact
+// check of pendOn, with the runner nil), and errPendSlow otherwise (a
+// disabled or held item, one running, a CAS lost): the caller then
+// calls pendOn.
+func (w *Work) pendFast() error {
+	old := w.state.Load()
+	if old&stPending != 0 {
+		return errPending
+	}
+	if old&(stCanceling|stDisableMask) == 0 && w.runner.Load() == nil && w.state.CompareAndSwap(old, (old|stPending)+stSeqOne) {
+		return nil
+	}
+	return errPendSlow
+}
+
+// errPendSlow is pendFast's answer when pendOn must decide.
+var errPendSlow = errors.New("wq: pendOn decides")
 
 // pendOn sets PENDING for a new instance of w on q, as the
 // test_and_set_bit(WORK_STRUCT_PENDING_BIT) of queue_work_on does. It
