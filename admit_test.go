@@ -578,21 +578,6 @@ func TestEdgeOrder(t *testing.T) {
 	}
 }
 
-// TestAllocRefusesEmptyName: a queue needs a name (the error handler,
-// metrics and the sysfs-like attributes are keyed by it).
-func TestAllocRefusesEmptyName(t *testing.T) {
-	before := len(wq.Queues(false))
-	if q, err := wq.Alloc("", wq.Unbound, 0); !errors.Is(err, wq.ErrInvalidArgument) || q != nil {
-		t.Errorf(`Alloc("") = %v, %v; want nil, ErrInvalidArgument`, q != nil, err)
-	}
-	if q, err := wq.AllocOrdered("", 0); !errors.Is(err, wq.ErrInvalidArgument) || q != nil {
-		t.Errorf(`AllocOrdered("") = %v, %v; want nil, ErrInvalidArgument`, q != nil, err)
-	}
-	if after := len(wq.Queues(false)); after != before {
-		t.Errorf("refused Allocs left %d queues, want %d", after, before)
-	}
-}
-
 // TestModDelayedFromAnotherQueueRacingDrainKeepsTheItem: ModDelayed(dw,
 // 0) onto q of an instance pending on queue p passes q's lifecycle check
 // while q is live; a Drain of q begins before it has taken the instance
@@ -855,4 +840,45 @@ func admStressRound(t *testing.T, round int) {
 		t.Errorf("round %d: %d accepted delayed items never ran, %d reported cancelled by Destroy", round, lost, c)
 	}
 	p.Destroy()
+}
+
+// TestNilItemsAndOptions: a nil item or delayed item given to any queue
+// call returns false and reports ErrNoFunc, as an item without a function
+// does (kthread's QueueWork already did); a nil Option is ignored. Before,
+// each of these was a nil-pointer panic in the caller.
+func TestNilItemsAndOptions(t *testing.T) {
+	errs := captureErrors(t)
+	q, err := wq.Alloc("nil-args", wq.Unbound, 0, nil)
+	if err != nil {
+		t.Fatalf("Alloc with a nil Option: %v", err)
+	}
+	defer q.Destroy()
+	calls := map[string]func() bool{
+		"Queue":          func() bool { return q.Queue(nil) },
+		"QueueOn":        func() bool { return q.QueueOn(0, nil) },
+		"QueueNode":      func() bool { return q.QueueNode(0, nil) },
+		"QueueKeyed":     func() bool { return q.QueueKeyed(1, nil) },
+		"QueueDelayed":   func() bool { return q.QueueDelayed(nil, time.Millisecond) },
+		"QueueDelayedOn": func() bool { return q.QueueDelayedOn(0, nil, time.Millisecond) },
+		"ModDelayed":     func() bool { return q.ModDelayed(nil, time.Millisecond) },
+		"ModDelayedOn":   func() bool { return q.ModDelayedOn(0, nil, time.Millisecond) },
+	}
+	for name, call := range calls {
+		before := errs.count(wq.ErrNoFunc)
+		var got bool
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%s(nil) panicked: %v", name, r)
+				}
+			}()
+			got = call()
+		}()
+		if got {
+			t.Errorf("%s(nil) = true", name)
+		}
+		if errs.count(wq.ErrNoFunc) != before+1 {
+			t.Errorf("%s(nil) did not report ErrNoFunc", name)
+		}
+	}
 }

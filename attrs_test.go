@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"reflect"
 	"slices"
 	"strconv"
@@ -314,79 +313,6 @@ func TestAttrValidationRTBudget(t *testing.T) {
 	}
 }
 
-// TestSetGlobalAttrRefusesBadValues: malformed or out-of-range process-wide
-// values return ErrInvalidArgument and change nothing.
-func TestSetGlobalAttrRefusesBadValues(t *testing.T) {
-	for _, c := range []struct{ name, value string }{
-		{"cpumask", ""}, {"cpumask", "zz"}, {"cpumask", "0"}, {"cpumask", "100000000"}, {"cpumask", "-1"},
-		{"highpri_policy", "normal"}, {"highpri_policy", "bogus"}, {"highpri_policy", ""},
-		{"rt_priority", "0"}, {"rt_priority", "100"}, {"rt_priority", "-1"}, {"rt_priority", "x"}, {"rt_priority", "1.5"},
-		{"default_affinity_scope", "bogus"}, {"default_affinity_scope", "default"}, {"default_affinity_scope", ""},
-		{"power_efficient", "maybe"},
-	} {
-		old, _ := wq.GlobalAttr(c.name)
-		if err := wq.SetGlobalAttr(c.name, c.value); !errors.Is(err, wq.ErrInvalidArgument) {
-			t.Errorf("SetGlobalAttr(%s, %q) = %v, want ErrInvalidArgument", c.name, c.value, err)
-		}
-		if now, _ := wq.GlobalAttr(c.name); now != old {
-			t.Errorf("refused SetGlobalAttr(%s, %q) changed %q -> %q", c.name, c.value, old, now)
-		}
-	}
-	if err := wq.SetDefaultAffinityScope(topology.ScopeDefault); !errors.Is(err, wq.ErrInvalidArgument) {
-		t.Errorf("SetDefaultAffinityScope(default) = %v, want ErrInvalidArgument", err)
-	}
-}
-
-// hugeDelays are delays whose deadline, now plus the delay, does not fit
-// in an int64 of nanoseconds.
-var hugeDelays = []time.Duration{math.MaxInt64, math.MaxInt64 - 1, 1<<63 - 1<<40}
-
-// TestHugeDelayOnRTQueueDoesNotFire catches a delayed item armed on an RT
-// timer thread with a delay near the int64 limit running at once, because
-// now plus the delay wrapped into the past. Go-timer queues are checked
-// too. RT variants skip where SCHED_FIFO is refused.
-func TestHugeDelayOnRTQueueDoesNotFire(t *testing.T) {
-	for _, c := range []struct {
-		name  string
-		flags wq.Flags
-	}{{"percpu-rt", wq.PerCPU | wq.RT}, {"unbound-rt", wq.Unbound | wq.RT}, {"percpu", wq.PerCPU}, {"unbound", wq.Unbound}} {
-		t.Run(c.name, func(t *testing.T) {
-			q, err := wq.Alloc("huge-delay-"+c.name, c.flags, 1)
-			if errors.Is(err, wq.ErrPermission) {
-				t.Skipf("RT queues refused here: %v", err)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer q.Destroy()
-			for _, d := range hugeDelays {
-				var runs atomic.Int32
-				dw := wq.NewDelayedWork(func() { runs.Add(1) })
-				if !q.QueueDelayed(dw, d) {
-					t.Fatalf("QueueDelayed(%d) of an idle item = false", int64(d))
-				}
-				time.Sleep(20 * time.Millisecond)
-				q.Flush()
-				if n := runs.Load(); n != 0 {
-					t.Errorf("delay %d: ran %d times at once", int64(d), n)
-				}
-				if !dw.Cancel() {
-					t.Errorf("delay %d: Cancel = false: the item was no longer armed", int64(d))
-				}
-				// ModDelayed goes through the same arming.
-				dw2 := wq.NewDelayedWork(func() { runs.Add(1) })
-				q.ModDelayed(dw2, d)
-				time.Sleep(5 * time.Millisecond)
-				q.Flush()
-				if n := runs.Load(); n != 0 {
-					t.Errorf("ModDelayed %d: ran %d times at once", int64(d), n)
-				}
-				dw2.Cancel()
-			}
-		})
-	}
-}
-
 // TestQueueAttrNumbersRangeChecked catches a per-queue attribute whose
 // number overflows into another value (escape_after in us times 1000
 // wrapped to 384 ns) instead of being refused: every out-of-range or
@@ -435,90 +361,6 @@ func TestQueueAttrNumbersRangeChecked(t *testing.T) {
 		t.Errorf("escape_after at the limit: %v", err)
 	} else if d := pq.Attrs().EscapeAfter; d != 9223372036854775*time.Microsecond {
 		t.Errorf("escape_after at the limit read back as %v", d)
-	}
-}
-
-// TestGlobalAttrNumbersRangeChecked catches a process-wide attribute
-// whose number overflows into another value (watchdog_thresh in s times
-// 1e9 in force as 290 ms, cpu_intensive_thresh_us likewise): every
-// out-of-range value returns ErrInvalidArgument and changes nothing.
-func TestGlobalAttrNumbersRangeChecked(t *testing.T) {
-	cases := []struct{ name, value string }{
-		{"watchdog_thresh", "18446744074"},          // 2^64 ns in s
-		{"watchdog_thresh", "9223372037"},           // one s past a time.Duration
-		{"watchdog_thresh", "99999999999999999999"}, // past int64
-		{"watchdog_thresh", "-1"},
-		{"watchdog_thresh", "30s"},
-		{"cpu_intensive_thresh_us", "18446744073709552"},
-		{"cpu_intensive_thresh_us", "9223372036854776"},
-		{"cpu_intensive_thresh_us", "-10"},
-		{"cpu_intensive_thresh_us", "99999999999999999999"},
-		{"rt_priority", "4294967297"}, // 2^32+1: 1 in 32 bits
-		{"rt_priority", "0"},
-		{"rt_priority", "100"},
-		{"default_affinity_scope", "default"},
-		{"power_efficient", "maybe"},
-	}
-	for _, c := range cases {
-		before, _ := wq.GlobalAttr(c.name)
-		wdBefore, ciBefore := wq.WatchdogThresh(), wq.CPUIntensiveThresh()
-		err := wq.SetGlobalAttr(c.name, c.value)
-		if !errors.Is(err, wq.ErrInvalidArgument) {
-			t.Errorf("SetGlobalAttr(%s, %q) = %v, want ErrInvalidArgument", c.name, c.value, err)
-		}
-		if after, _ := wq.GlobalAttr(c.name); after != before {
-			t.Errorf("SetGlobalAttr(%s, %q) changed %q into %q", c.name, c.value, before, after)
-		}
-		if wq.WatchdogThresh() != wdBefore || wq.CPUIntensiveThresh() != ciBefore {
-			t.Errorf("SetGlobalAttr(%s, %q) changed a threshold in force: %v/%v -> %v/%v",
-				c.name, c.value, wdBefore, ciBefore, wq.WatchdogThresh(), wq.CPUIntensiveThresh())
-			_ = wq.SetWatchdogThresh(wdBefore)
-			_ = wq.SetCPUIntensiveThresh(ciBefore)
-		}
-	}
-	// The largest values that fit are accepted and read back as written.
-	wdBefore, ciBefore := wq.WatchdogThresh(), wq.CPUIntensiveThresh()
-	defer func() {
-		_ = wq.SetWatchdogThresh(wdBefore)
-		_ = wq.SetCPUIntensiveThresh(ciBefore)
-	}()
-	for _, c := range []struct{ name, value string }{{"watchdog_thresh", "9223372036"}, {"cpu_intensive_thresh_us", "9223372036854775"}} {
-		if err := wq.SetGlobalAttr(c.name, c.value); err != nil {
-			t.Errorf("SetGlobalAttr(%s, %s) at the limit: %v", c.name, c.value, err)
-		} else if got, _ := wq.GlobalAttr(c.name); got != c.value {
-			t.Errorf("%s at the limit read back as %q", c.name, got)
-		}
-	}
-}
-
-// TestHugeEscapeAfterDoesNotEscapeAtOnce catches an escape deadline,
-// activation time plus escape_after, that wraps for a long escape_after
-// and makes every item overdue at once.
-func TestHugeEscapeAfterDoesNotEscapeAtOnce(t *testing.T) {
-	cpu := escapeCPU(t)
-	for _, d := range []time.Duration{math.MaxInt64, math.MaxInt64 - 1, 9223372036854775 * time.Microsecond} {
-		q := allocEscape(t, "esc-huge", wq.PerCPU, 0, d)
-		release := holdPool(t, q, cpu)
-		ran := make(chan int, 1)
-		var w wq.Work
-		w.Init(func() { ran <- wq.GetCPU() })
-		q.QueueOn(cpu, &w)
-		select {
-		case c := <-ran:
-			// The hold is not airtight on a loaded machine (another worker
-			// of the pool may start it): running on its own CPU is fine,
-			// running elsewhere is an escape.
-			if c != cpu {
-				t.Errorf("escape_after %d: item escaped at once to CPU %d", int64(d), c)
-			}
-			release()
-		case <-time.After(50 * time.Millisecond):
-			release()
-			<-ran
-		}
-		if st := q.Stats(); st.ESC != 0 {
-			t.Errorf("escape_after %d: ESC %d", int64(d), st.ESC)
-		}
 	}
 }
 
@@ -633,4 +475,184 @@ func FuzzSetAttr(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestPolicySwitch: switching a running queue's policy sends new items to a
+// pool of the new class while the running item finishes on its old worker.
+func TestPolicySwitch(t *testing.T) {
+	requireRoot(t)
+	q := mustAlloc(t, "switch", wq.PerCPU, 0)
+	release := make(chan struct{})
+	var oldTID atomic.Int32
+	var oldPolicyAtEnd atomic.Int32
+	running := wq.NewWork(func() {
+		oldTID.Store(int32(wq.Gettid()))
+		<-release
+		a, _ := sched.GetAttr(0)
+		oldPolicyAtEnd.Store(int32(a.Policy))
+	})
+	q.QueueOn(0, running)
+	waitFor(t, "the item to start", func() bool { return oldTID.Load() != 0 })
+	if err := q.SetPolicy(wq.PolicyFIFO); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := q.Attr("policy"); got != "fifo" {
+		t.Errorf("policy attr %q after SetPolicy(fifo)", got)
+	}
+	tid := workerTID(t, q, 0)
+	if a, _ := sched.GetAttr(tid); a.Policy != sched.PolicyFIFO {
+		t.Errorf("new item ran on worker %d with policy %v, want SCHED_FIFO", tid, a.Policy)
+	}
+	close(release)
+	running.Flush()
+	if sched.Policy(oldPolicyAtEnd.Load()) != sched.PolicyNormal {
+		t.Errorf("the item running at the switch ended on policy %v, want its old SCHED_OTHER worker", sched.Policy(oldPolicyAtEnd.Load()))
+	}
+	if err := q.SetAttr("policy", "bogus"); !errors.Is(err, wq.ErrInvalidArgument) {
+		t.Errorf("SetAttr(policy, bogus) = %v", err)
+	}
+	if got, _ := q.Attr("policy"); got != "fifo" {
+		t.Errorf("a rejected write changed policy to %q", got)
+	}
+	// The process-wide HighPri switch.
+	if err := wq.SetHighPriPolicy(wq.PolicyFIFO); err != nil {
+		t.Fatal(err)
+	}
+	defer wq.SetHighPriPolicy(wq.PolicyHighPri)
+	hq := mustAlloc(t, "switch-hp", wq.PerCPU|wq.HighPri, 0)
+	if a, _ := sched.GetAttr(workerTID(t, hq, 0)); a.Policy != sched.PolicyFIFO {
+		t.Errorf("HighPri queue with the FIFO switch: worker policy %v", a.Policy)
+	}
+}
+
+// TestObsAttrs: invalid values give ErrInvalidArgument and change nothing;
+// max_active can be written; read-only attributes give ErrReadOnly.
+func TestObsAttrs(t *testing.T) {
+	pc := mustAlloc(t, "obs_attrs_pc", wq.PerCPU|wq.Sysfs, 16)
+	ub := mustAlloc(t, "obs_attrs_ub", wq.Unbound|wq.Sysfs, 0)
+
+	if err := pc.SetAttr("max_active", " 7\n"); err != nil {
+		t.Fatalf("SetAttr(max_active, 7): %v", err)
+	}
+	if v, _ := pc.Attr("max_active"); v != "7" || pc.MaxActive() != 7 {
+		t.Errorf("max_active %q / %d after SetAttr 7", v, pc.MaxActive())
+	}
+	snapshot := func(q *wq.Workqueue) map[string]string {
+		m := map[string]string{}
+		for _, n := range q.AttrNames() {
+			v, err := q.Attr(n)
+			if err != nil {
+				t.Fatalf("Attr(%s): %v", n, err)
+			}
+			m[n] = v
+		}
+		return m
+	}
+	for _, c := range []struct {
+		q           *wq.Workqueue
+		name, value string
+	}{
+		{pc, "max_active", "abc"}, {pc, "max_active", "0"}, {pc, "max_active", "2049"}, {pc, "max_active", ""},
+		{pc, "policy", "realtime"}, {pc, "nice", "0"}, {pc, "no_such", "1"},
+		{ub, "nice", "20"}, {ub, "nice", "x"}, {ub, "cpumask", "zz"}, {ub, "cpumask", "0"},
+		{ub, "affinity_scope", "galaxy"}, {ub, "affinity_strict", "yes"},
+	} {
+		before := snapshot(c.q)
+		err := c.q.SetAttr(c.name, c.value)
+		if !errors.Is(err, wq.ErrInvalidArgument) {
+			t.Errorf("%s.SetAttr(%s, %q) = %v, want ErrInvalidArgument", c.q.Name(), c.name, c.value, err)
+		}
+		if after := snapshot(c.q); !mapsEqual(before, after) {
+			t.Errorf("%s.SetAttr(%s, %q) failed but changed %v -> %v", c.q.Name(), c.name, c.value, before, after)
+		}
+	}
+	for _, q := range []*wq.Workqueue{pc, ub} {
+		if err := q.SetAttr("per_cpu", "1"); !errors.Is(err, wq.ErrReadOnly) {
+			t.Errorf("%s per_cpu write: %v, want ErrReadOnly", q.Name(), err)
+		}
+	}
+	if _, err := pc.Attr("cpumask"); !errors.Is(err, wq.ErrInvalidArgument) {
+		t.Errorf("per-CPU queue Attr(cpumask) = %v, want ErrInvalidArgument", err)
+	}
+	// Valid unbound writes take effect.
+	nice := strconv.Itoa(max(reachableNice(t, 5), 5))
+	for name, value := range map[string]string{"affinity_scope": "system", "affinity_strict": "1", "nice": nice} {
+		if err := ub.SetAttr(name, value); err != nil {
+			t.Errorf("SetAttr(%s, %s): %v", name, value, err)
+		} else if v, _ := ub.Attr(name); v != value {
+			t.Errorf("Attr(%s) = %q after writing %q", name, v, value)
+		}
+	}
+	run := func(q *wq.Workqueue) {
+		var ran atomic.Bool
+		q.Queue(wq.NewWork(func() { ran.Store(true) }))
+		q.Flush()
+		if !ran.Load() {
+			t.Errorf("%s: item did not run after attribute changes", q.Name())
+		}
+	}
+	run(pc)
+	run(ub)
+
+	// Globals.
+	for name, value := range map[string]string{"cpu_intensive_thresh_us": "-1", "watchdog_thresh": "x",
+		"default_affinity_scope": "galaxy", "power_efficient": "maybe", "no_such": "1"} {
+		old, _ := wq.GlobalAttr(name)
+		if err := wq.SetGlobalAttr(name, value); !errors.Is(err, wq.ErrInvalidArgument) {
+			t.Errorf("SetGlobalAttr(%s, %q) = %v, want ErrInvalidArgument", name, value, err)
+		}
+		if now, _ := wq.GlobalAttr(name); now != old {
+			t.Errorf("failed SetGlobalAttr(%s) changed %q -> %q", name, old, now)
+		}
+	}
+	obsCPUIntensiveThresh(t, wq.CPUIntensiveThresh()) // restores it after
+	if err := wq.SetGlobalAttr("cpu_intensive_thresh_us", "12000"); err != nil || wq.CPUIntensiveThresh() != 12*time.Millisecond {
+		t.Errorf("SetGlobalAttr(cpu_intensive_thresh_us, 12000): %v, now %v", err, wq.CPUIntensiveThresh())
+	}
+}
+
+// TestObsAttrsRT: an RT queue's nice, affinity_scope, affinity_strict and
+// policy are read-only; max_active stays writable.
+func TestObsAttrsRT(t *testing.T) {
+	q, err := wq.Alloc("obs_attrs_rt", wq.Unbound|wq.RT|wq.Sysfs, 0)
+	if errors.Is(err, wq.ErrPermission) {
+		t.Skip("skipping: the process may not use SCHED_FIFO (needs root or CAP_SYS_NICE and an RT budget)")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(q.Destroy)
+	if v, _ := q.Attr("policy"); v != "fifo" {
+		t.Errorf("RT policy %q, want fifo", v)
+	}
+	for name, value := range map[string]string{"nice": "5", "affinity_scope": "system", "affinity_strict": "0", "policy": "normal"} {
+		before, _ := q.Attr(name)
+		if err := q.SetAttr(name, value); !errors.Is(err, wq.ErrReadOnly) {
+			t.Errorf("RT SetAttr(%s, %s) = %v, want ErrReadOnly", name, value, err)
+		}
+		if after, _ := q.Attr(name); after != before {
+			t.Errorf("RT %s changed %q -> %q", name, before, after)
+		}
+	}
+	if v, _ := q.Attr("affinity_scope"); v != "cpu" {
+		t.Errorf("RT affinity_scope %q, want cpu", v)
+	}
+	if v, _ := q.Attr("affinity_strict"); v != "1" {
+		t.Errorf("RT affinity_strict %q, want 1", v)
+	}
+	if err := q.SetAttr("max_active", "4"); err != nil || q.MaxActive() != 4 {
+		t.Errorf("RT max_active write: %v, now %d", err, q.MaxActive())
+	}
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
 }

@@ -1,7 +1,6 @@
 package wq_test
 
 import (
-	"errors"
 	"slices"
 	"strconv"
 	"testing"
@@ -129,24 +128,5 @@ func TestCacheShardTwoSocketsSMT(t *testing.T) {
 		if c > 0 && socket(c) != socket(c-1) && ids[c] == ids[c-1] {
 			t.Fatalf("CPUs %d and %d of two sockets share pool %d", c-1, c, ids[c])
 		}
-	}
-}
-
-// TestCacheShardSizeRefused: a size outside 1..4096, or not a number, is
-// refused with ErrInvalidArgument and changes nothing. Fault caught: a
-// zero size (division by zero) or a silently clamped value.
-func TestCacheShardSizeRefused(t *testing.T) {
-	for _, n := range []int{0, -3, 4097} {
-		if err := wq.SetCacheShardSize(n); !errors.Is(err, wq.ErrInvalidArgument) {
-			t.Errorf("SetCacheShardSize(%d) = %v, want ErrInvalidArgument", n, err)
-		}
-	}
-	for _, v := range []string{"0", "x", "", "9999"} {
-		if err := wq.SetGlobalAttr("cache_shard_size", v); !errors.Is(err, wq.ErrInvalidArgument) {
-			t.Errorf("SetGlobalAttr(cache_shard_size, %q) = %v, want ErrInvalidArgument", v, err)
-		}
-	}
-	if got := wq.CacheShardSize(); got != wq.DefaultCacheShardSize {
-		t.Errorf("CacheShardSize() = %d after refused writes, want %d", got, wq.DefaultCacheShardSize)
 	}
 }

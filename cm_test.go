@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/internal/labsys"
 	"golang.org/x/sys/unix"
 )
 
@@ -273,4 +274,60 @@ func TestUnboundConcurrencyManaged(t *testing.T) {
 		}
 		wg.Wait()
 	})
+}
+
+// TestObsCMWakeup: a sleeping item on a per-CPU queue with another item
+// queued behind it on the same CPU makes the pool wake another worker.
+func TestObsCMWakeup(t *testing.T) {
+	q := mustAlloc(t, "obs_cmw", wq.PerCPU, 0)
+	release := make(chan struct{})
+	var second atomic.Bool
+	sleeper := wq.NewWork(func() { <-release })
+	q.QueueOn(0, sleeper)
+	waitFor(t, "the sleeper to start", func() bool { return sleeper.Busy()&wq.BusyRunning != 0 })
+	q.QueueOn(0, wq.NewWork(func() { second.Store(true) }))
+	waitFor(t, "the second item to start while the first sleeps", second.Load)
+	close(release)
+	q.Flush()
+	st := q.Stats()
+	if st.CMW < 1 {
+		t.Errorf("CMW = %d, want >= 1", st.CMW)
+	}
+	if st.CPUItsv != 0 {
+		t.Errorf("CPUitsv = %d for a sleeping item, want 0", st.CPUItsv)
+	}
+	if st.Total != 2 || st.Infl != 0 {
+		t.Errorf("total %d infl %d", st.Total, st.Infl)
+	}
+}
+
+// TestObsCPUIntensiveAndCPUTime: an item that burns 20 ms of CPU on a
+// per-CPU queue is one CPU-intensive violation, and its CPU time is
+// counted.
+func TestObsCPUIntensiveAndCPUTime(t *testing.T) {
+	obsCPUIntensiveThresh(t, 10*time.Millisecond)
+	labsys.SetCPUAccounting(true) // the default
+	q := mustAlloc(t, "obs_cpuitsv", wq.PerCPU, 0)
+	// Spin until the monitor has marked the item CPU-intensive (it samples
+	// every 1 ms but may be late on a loaded machine), for at most 5 s of
+	// CPU; at least 20 ms.
+	q.QueueOn(0, wq.NewWork(func() {
+		obsSpinCPU(t, 20*time.Millisecond)
+		for i := 0; i < 5000 && q.Stats().CPUItsv == 0; i++ {
+			obsSpinCPU(t, time.Millisecond)
+		}
+	}))
+	q.Flush()
+	st := q.Stats()
+	if st.CPUItsv != 1 {
+		t.Errorf("CPUitsv = %d, want 1", st.CPUItsv)
+	}
+	// The spinner used at least 20 ms of its thread's CPU; the accounting
+	// reads the same clock. 10 ms leaves room for any rounding.
+	if st.CPUTime < 10*time.Millisecond {
+		t.Errorf("CPUtime = %v, want >= 10ms", st.CPUTime)
+	}
+	if st.Exec.MaxNs < int64(10*time.Millisecond) {
+		t.Errorf("execution time max %d ns, want >= 10 ms", st.Exec.MaxNs)
+	}
 }

@@ -3,6 +3,7 @@ package wq_test
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"regexp"
 	"runtime"
@@ -450,6 +451,56 @@ func TestDelayed(t *testing.T) {
 		t.Errorf("runs = %d, want 2", runs.Load())
 	}
 }
+
+// TestHugeDelayOnRTQueueDoesNotFire catches a delayed item armed on an RT
+// timer thread with a delay near the int64 limit running at once, because
+// now plus the delay wrapped into the past. Go-timer queues are checked
+// too. RT variants skip where SCHED_FIFO is refused.
+func TestHugeDelayOnRTQueueDoesNotFire(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		flags wq.Flags
+	}{{"percpu-rt", wq.PerCPU | wq.RT}, {"unbound-rt", wq.Unbound | wq.RT}, {"percpu", wq.PerCPU}, {"unbound", wq.Unbound}} {
+		t.Run(c.name, func(t *testing.T) {
+			q, err := wq.Alloc("huge-delay-"+c.name, c.flags, 1)
+			if errors.Is(err, wq.ErrPermission) {
+				t.Skipf("RT queues refused here: %v", err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer q.Destroy()
+			for _, d := range hugeDelays {
+				var runs atomic.Int32
+				dw := wq.NewDelayedWork(func() { runs.Add(1) })
+				if !q.QueueDelayed(dw, d) {
+					t.Fatalf("QueueDelayed(%d) of an idle item = false", int64(d))
+				}
+				time.Sleep(20 * time.Millisecond)
+				q.Flush()
+				if n := runs.Load(); n != 0 {
+					t.Errorf("delay %d: ran %d times at once", int64(d), n)
+				}
+				if !dw.Cancel() {
+					t.Errorf("delay %d: Cancel = false: the item was no longer armed", int64(d))
+				}
+				// ModDelayed goes through the same arming.
+				dw2 := wq.NewDelayedWork(func() { runs.Add(1) })
+				q.ModDelayed(dw2, d)
+				time.Sleep(5 * time.Millisecond)
+				q.Flush()
+				if n := runs.Load(); n != 0 {
+					t.Errorf("ModDelayed %d: ran %d times at once", int64(d), n)
+				}
+				dw2.Cancel()
+			}
+		})
+	}
+}
+
+// hugeDelays are delays whose deadline, now plus the delay, does not fit
+// in an int64 of nanoseconds.
+var hugeDelays = []time.Duration{math.MaxInt64, math.MaxInt64 - 1, 1<<63 - 1<<40}
 
 // TestModDelayedRefusalHandlerMayDestroy: the error handler of a queue
 // may Destroy it when ModDelayed is refused (here: an item taken off

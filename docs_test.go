@@ -32,6 +32,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -451,5 +452,131 @@ func TestDocsStateWhatIsTrueNow(t *testing.T) {
 				t.Errorf("%s:%d: %q: history belongs in docs/decisions.md (or docs/results/ for figures)", f, i+1, m)
 			}
 		}
+	}
+}
+
+// testVariants are the suffixes a test file may add to its twin's name:
+// x_internal_test.go (package wq), x_norace_test.go and x_unix_test.go
+// (build constraints) all test x.go.
+var testVariants = []string{"_internal", "_norace", "_unix"}
+
+// twinOf is the source file a test file mirrors: x.go for x_test.go and
+// its variants.
+func twinOf(test string) string {
+	x := strings.TrimSuffix(test, "_test.go")
+	for _, v := range testVariants {
+		if s, ok := strings.CutSuffix(x, v); ok {
+			x = s
+			break
+		}
+	}
+	return x + ".go"
+}
+
+// layoutSuites reads the test files without a twin that HACKING.md
+// lists: the items of the list that follows the paragraph naming
+// TestTestFilesMirrorSources, each starting with one or more backticked
+// file names (glob patterns allowed) before a colon.
+func layoutSuites(hacking string) []string {
+	var suites []string
+	in := false
+	for line := range strings.Lines(hacking) {
+		line = strings.TrimRight(line, "\n")
+		if !in {
+			in = strings.Contains(line, "`TestTestFilesMirrorSources`")
+			continue
+		}
+		item, ok := strings.CutPrefix(strings.TrimLeft(line, " "), "- ")
+		if !ok {
+			if len(suites) > 0 && !strings.HasPrefix(line, "    ") {
+				break // the list ended
+			}
+			continue
+		}
+		head, _, _ := strings.Cut(item, ":")
+		for _, m := range regexp.MustCompile("`([^`]+_test\\.go)`").FindAllStringSubmatch(head, -1) {
+			suites = append(suites, m[1])
+		}
+	}
+	return suites
+}
+
+// strayTestFiles returns, of the test files tests, those that have no
+// twin among sources and are not suites, and the suites that match no
+// test file or that have a twin (they would be listed for nothing).
+func strayTestFiles(tests []string, sources map[string]bool, suites []string) []string {
+	var bad []string
+	used := make([]bool, len(suites))
+	for _, f := range tests {
+		suite := false
+		for i, s := range suites {
+			if ok, _ := filepath.Match(s, f); ok {
+				suite, used[i] = true, true
+			}
+		}
+		twin := sources[twinOf(f)]
+		switch {
+		case suite && twin:
+			bad = append(bad, f+": listed as a suite in HACKING.md, but it has a twin, "+twinOf(f))
+		case !suite && !twin:
+			bad = append(bad, f+": no "+twinOf(f)+" to mirror, and not a suite listed in HACKING.md")
+		}
+	}
+	for i, s := range suites {
+		if !used[i] {
+			bad = append(bad, s+": listed as a suite in HACKING.md, but no such test file")
+		}
+	}
+	return bad
+}
+
+// TestTestFilesMirrorSources keeps the root package's test files
+// mirroring its source files (HACKING.md, "Tests"): every x_test.go (and
+// x_internal_test.go, x_norace_test.go, x_unix_test.go) has its x.go,
+// except the cross-cutting suites that HACKING.md lists, read from there
+// so that the doc and the check cannot drift.
+func TestTestFilesMirrorSources(t *testing.T) {
+	b, err := os.ReadFile("docs/HACKING.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	suites := layoutSuites(string(b))
+	if len(suites) == 0 {
+		t.Fatal("HACKING.md lists no test suites after the paragraph naming TestTestFilesMirrorSources")
+	}
+	// The checker must flag a stray file, a suite with a twin and a
+	// listed suite that does not exist, and let twins and suites pass.
+	probe := strayTestFiles(
+		[]string{"pool_test.go", "pool_internal_test.go", "cm_unix_test.go", "example_x_test.go", "stray_test.go", "pool_norace_test.go", "twin_test.go"},
+		map[string]bool{"pool.go": true, "cm.go": true, "twin.go": true},
+		[]string{"example_*_test.go", "twin_test.go", "gone_test.go"})
+	want := []string{
+		"stray_test.go: no stray.go to mirror, and not a suite listed in HACKING.md",
+		"twin_test.go: listed as a suite in HACKING.md, but it has a twin, twin.go",
+		"gone_test.go: listed as a suite in HACKING.md, but no such test file",
+	}
+	if !slices.Equal(probe, want) {
+		t.Fatalf("checker found %q in its probe, want %q", probe, want)
+	}
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tests []string
+	sources := map[string]bool{}
+	for _, e := range entries {
+		switch n := e.Name(); {
+		case e.IsDir():
+		case strings.HasSuffix(n, "_test.go"):
+			tests = append(tests, n)
+		case strings.HasSuffix(n, ".go"):
+			sources[n] = true
+		}
+	}
+	for _, s := range strayTestFiles(tests, sources, suites) {
+		t.Error(s)
+	}
+	if t.Failed() {
+		t.Log("move each test to the test file of the source file that defines what it tests, or list a new cross-cutting suite in HACKING.md, \"Tests\"")
 	}
 }

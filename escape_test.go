@@ -3,6 +3,7 @@ package wq_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -627,4 +628,35 @@ func TestEscapeSeesPushedItems(t *testing.T) {
 	}
 	st := q.Stats()
 	t.Logf("ESC %d pushed %d", st.ESC, st.Pushed)
+}
+
+// TestHugeEscapeAfterDoesNotEscapeAtOnce catches an escape deadline,
+// activation time plus escape_after, that wraps for a long escape_after
+// and makes every item overdue at once.
+func TestHugeEscapeAfterDoesNotEscapeAtOnce(t *testing.T) {
+	cpu := escapeCPU(t)
+	for _, d := range []time.Duration{math.MaxInt64, math.MaxInt64 - 1, 9223372036854775 * time.Microsecond} {
+		q := allocEscape(t, "esc-huge", wq.PerCPU, 0, d)
+		release := holdPool(t, q, cpu)
+		ran := make(chan int, 1)
+		var w wq.Work
+		w.Init(func() { ran <- wq.GetCPU() })
+		q.QueueOn(cpu, &w)
+		select {
+		case c := <-ran:
+			// The hold is not airtight on a loaded machine (another worker
+			// of the pool may start it): running on its own CPU is fine,
+			// running elsewhere is an escape.
+			if c != cpu {
+				t.Errorf("escape_after %d: item escaped at once to CPU %d", int64(d), c)
+			}
+			release()
+		case <-time.After(50 * time.Millisecond):
+			release()
+			<-ran
+		}
+		if st := q.Stats(); st.ESC != 0 {
+			t.Errorf("escape_after %d: ESC %d", int64(d), st.ESC)
+		}
+	}
 }

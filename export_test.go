@@ -296,3 +296,7 @@ func (q *Workqueue) TimersFiring() int {
 	defer q.timerMu.Unlock()
 	return q.firing
 }
+
+// CheckThreadHeadroom is checkThreadHeadroom, for the external tests that
+// run it under real limits.
+var CheckThreadHeadroom = checkThreadHeadroom

@@ -194,3 +194,16 @@ func TestFutureWaitFromOwnFunctionAfterThreadMove(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkSubmit measures Submit and its allocations (the Future and its
+// channel).
+func BenchmarkSubmit(b *testing.B) {
+	q, err := wq.Alloc("bench-submit", wq.Unbound, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer q.Destroy()
+	ctx := context.Background()
+	fn := func(context.Context) (int, error) { return 1, nil }
+	benchGoCalls(b, q, func() error { _ = wq.Submit(q, ctx, fn); return nil })
+}

@@ -392,32 +392,7 @@ func TestGoItemsWellFormedEvents(t *testing.T) {
 	}
 }
 
-// goBenchChunk bounds the items in flight in the Go benchmarks: the timer
-// stops while the queue catches up, so that they measure the submit path
-// in a steady state (items return to the free list), not a growing
-// backlog.
-const goBenchChunk = 256
-
 func nop() {}
-
-// benchGoCalls runs call b.N times with allocations reported, waiting
-// for q with the timer stopped every goBenchChunk calls and at the end.
-func benchGoCalls(b *testing.B, q *wq.Workqueue, call func() error) {
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
-		if i%goBenchChunk == 0 && i > 0 {
-			b.StopTimer()
-			q.Flush()
-			b.StartTimer()
-		}
-		if err := call(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
-	q.Flush()
-}
 
 // BenchmarkGo measures Go of a function with no captured variables (no
 // closure to allocate): the cost of the submit path alone, and its
@@ -443,43 +418,6 @@ func BenchmarkGoContext(b *testing.B) {
 	ctx := pprof.WithLabels(context.Background(), pprof.Labels("k", "v"))
 	fn := func(context.Context) {}
 	benchGoCalls(b, q, func() error { return q.GoContext(ctx, fn) })
-}
-
-// BenchmarkGroupGo measures Group.Go (no limit) and its allocations.
-func BenchmarkGroupGo(b *testing.B) {
-	q, err := wq.Alloc("bench-group", wq.Unbound, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer q.Destroy()
-	g, _ := q.NewGroup(context.Background())
-	fn := func(context.Context) error { return nil }
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
-		if i%goBenchChunk == 0 && i > 0 {
-			b.StopTimer()
-			_ = g.Wait()
-			g, _ = q.NewGroup(context.Background())
-			b.StartTimer()
-		}
-		g.Go(fn)
-	}
-	b.StopTimer()
-	_ = g.Wait()
-}
-
-// BenchmarkSubmit measures Submit and its allocations (the Future and its
-// channel).
-func BenchmarkSubmit(b *testing.B) {
-	q, err := wq.Alloc("bench-submit", wq.Unbound, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer q.Destroy()
-	ctx := context.Background()
-	fn := func(context.Context) (int, error) { return 1, nil }
-	benchGoCalls(b, q, func() error { _ = wq.Submit(q, ctx, fn); return nil })
 }
 
 // TestGoItemDisabledByRecorderNotReused catches a Go item recycled onto

@@ -766,6 +766,30 @@ func TestGroupPanicCountedAfterThreadMove(t *testing.T) {
 	}
 }
 
+// BenchmarkGroupGo measures Group.Go (no limit) and its allocations.
+func BenchmarkGroupGo(b *testing.B) {
+	q, err := wq.Alloc("bench-group", wq.Unbound, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer q.Destroy()
+	g, _ := q.NewGroup(context.Background())
+	fn := func(context.Context) error { return nil }
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if i%goBenchChunk == 0 && i > 0 {
+			b.StopTimer()
+			_ = g.Wait()
+			g, _ = q.NewGroup(context.Background())
+			b.StartTimer()
+		}
+		g.Go(fn)
+	}
+	b.StopTimer()
+	_ = g.Wait()
+}
+
 // TestGroupWaitFromTracerQueueWorkIsDeadlock: the tracer's queue_work for
 // a group's function runs on the goroutine calling Group.Go, with the item
 // in transit (not linked yet): a Group.Wait there would wait for that

@@ -3,6 +3,7 @@ package wq
 import (
 	"errors"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
 
@@ -117,4 +118,35 @@ func setPoolNice(t testing.TB, q *Workqueue, want int) int {
 		t.Fatal(err)
 	}
 	return want
+}
+
+// moveOffThread, called from a work function on a thread worker, unlocks
+// the worker's goroutine from its thread (every LockOSThread level) and
+// blocks until the goroutine runs on another thread: a helper goroutine
+// locks the old thread while this one sleeps. It reports whether the
+// goroutine moved. The worker is retired after the item (its thread was
+// lost).
+func moveOffThread() bool {
+	old := syscall.Gettid()
+	for range 200 {
+		runtime.UnlockOSThread()
+	}
+	for range 200 {
+		release := make(chan struct{})
+		locked := make(chan struct{})
+		go func() {
+			runtime.LockOSThread()
+			close(locked)
+			<-release
+			runtime.UnlockOSThread()
+		}()
+		time.Sleep(50 * time.Microsecond)
+		moved := syscall.Gettid() != old
+		<-locked
+		close(release)
+		if moved {
+			return true
+		}
+	}
+	return false
 }

@@ -605,3 +605,110 @@ func hotplugTopologies(t *testing.T) (cpu int, rest []int, real, reduced *topolo
 	t.Cleanup(func() { _ = wq.SetTopologySource(nil) })
 	return cpu, rest, real, topology.NewStatic(topology.NewCPUSet(rest...), nil, nil, nil)
 }
+
+// Observability: the wq_monitor.py counters against known workloads, the
+// lockup watchdog, runtime attributes, and the ftrace text of the tracer
+// read back by the parser used for the kernel's captures.
+
+// obsSpinCPU burns d of the calling thread's CPU time (not wall time: on a
+// loaded machine a wall-clock spinner may get less CPU than it spun).
+func obsSpinCPU(t testing.TB, d time.Duration) {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		t.Errorf("clock_gettime(CLOCK_THREAD_CPUTIME_ID): %v", err)
+		return
+	}
+	end := ts.Nano() + d.Nanoseconds()
+	for ts.Nano() < end {
+		_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
+	}
+}
+
+// obsCPUIntensiveThresh sets the CPU-intensive threshold for the test.
+func obsCPUIntensiveThresh(t *testing.T, d time.Duration) {
+	old := wq.CPUIntensiveThresh()
+	if err := wq.SetCPUIntensiveThresh(d); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = wq.SetCPUIntensiveThresh(old) })
+}
+
+// workerTID runs an item on a worker of q for cpu and returns the
+// worker's tid.
+func workerTID(t *testing.T, q *wq.Workqueue, cpu int) int {
+	t.Helper()
+	var tid atomic.Int32
+	w := wq.NewWork(func() { tid.Store(int32(wq.Gettid())) })
+	if !q.QueueOn(cpu, w) {
+		t.Fatal("QueueOn returned false")
+	}
+	w.Flush()
+	return int(tid.Load())
+}
+
+func says(t *testing.T, what string, err error, words ...string) {
+	t.Helper()
+	for _, w := range words {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%s: %q does not say %q", what, err, w)
+		}
+	}
+}
+
+// flushWithin waits for w's flush, failing the test after a generous
+// deadline instead of hanging.
+func flushWithin(t *testing.T, what string, ws ...*wq.Work) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		for _, w := range ws {
+			w.Flush()
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("%s: items stalled", what)
+	}
+}
+
+// zeroRTCgroup creates a cgroup v1 cpu group with cpu.rt_runtime_us = 0,
+// or skips saying why not.
+func zeroRTCgroup(t *testing.T) string {
+	t.Helper()
+	requireRoot(t)
+	dir, v2 := testutil.NewCgroup(t, "cpu")
+	if v2 {
+		t.Skip("cgroup v2: no cpu.rt_runtime_us (the cgroup v2 case is covered by internal/sched's fixtures)")
+	}
+	if err := testutil.WriteCgroup(dir, "cpu.rt_runtime_us", "0"); err != nil {
+		t.Skipf("no RT group scheduling (cpu.rt_runtime_us): %v", err)
+	}
+	return dir
+}
+
+// goBenchChunk bounds the items in flight in the Go benchmarks: the timer
+// stops while the queue catches up, so that they measure the submit path
+// in a steady state (items return to the free list), not a growing
+// backlog.
+const goBenchChunk = 256
+
+// benchGoCalls runs call b.N times with allocations reported, waiting
+// for q with the timer stopped every goBenchChunk calls and at the end.
+func benchGoCalls(b *testing.B, q *wq.Workqueue, call func() error) {
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if i%goBenchChunk == 0 && i > 0 {
+			b.StopTimer()
+			q.Flush()
+			b.StartTimer()
+		}
+		if err := call(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	q.Flush()
+}

@@ -1,9 +1,11 @@
 package wq_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"runtime"
 	"slices"
@@ -11,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/gowq/wq"
 	"github.com/gowq/wq/wqtrace"
@@ -282,47 +285,6 @@ func TestErrorHandlerExitReleasesItem(t *testing.T) {
 	}
 }
 
-// TestNilItemsAndOptions: a nil item or delayed item given to any queue
-// call returns false and reports ErrNoFunc, as an item without a function
-// does (kthread's QueueWork already did); a nil Option is ignored. Before,
-// each of these was a nil-pointer panic in the caller.
-func TestNilItemsAndOptions(t *testing.T) {
-	errs := captureErrors(t)
-	q, err := wq.Alloc("nil-args", wq.Unbound, 0, nil)
-	if err != nil {
-		t.Fatalf("Alloc with a nil Option: %v", err)
-	}
-	defer q.Destroy()
-	calls := map[string]func() bool{
-		"Queue":          func() bool { return q.Queue(nil) },
-		"QueueOn":        func() bool { return q.QueueOn(0, nil) },
-		"QueueNode":      func() bool { return q.QueueNode(0, nil) },
-		"QueueKeyed":     func() bool { return q.QueueKeyed(1, nil) },
-		"QueueDelayed":   func() bool { return q.QueueDelayed(nil, time.Millisecond) },
-		"QueueDelayedOn": func() bool { return q.QueueDelayedOn(0, nil, time.Millisecond) },
-		"ModDelayed":     func() bool { return q.ModDelayed(nil, time.Millisecond) },
-		"ModDelayedOn":   func() bool { return q.ModDelayedOn(0, nil, time.Millisecond) },
-	}
-	for name, call := range calls {
-		before := errs.count(wq.ErrNoFunc)
-		var got bool
-		func() {
-			defer func() {
-				if r := recover(); r != nil {
-					t.Errorf("%s(nil) panicked: %v", name, r)
-				}
-			}()
-			got = call()
-		}()
-		if got {
-			t.Errorf("%s(nil) = true", name)
-		}
-		if errs.count(wq.ErrNoFunc) != before+1 {
-			t.Errorf("%s(nil) did not report ErrNoFunc", name)
-		}
-	}
-}
-
 // calls records handler calls as "handler:queue-or-op".
 type calls struct {
 	mu  sync.Mutex
@@ -400,32 +362,6 @@ func TestPerQueueHandlers(t *testing.T) {
 	}
 }
 
-// TestQueueType: Type distinguishes per-CPU, unbound and ordered queues
-// (what metrics and wqhttp show as TYPE).
-func TestQueueType(t *testing.T) {
-	o, err := wq.AllocOrdered("qt-ordered", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(o.Destroy)
-	for _, c := range []struct {
-		q    *wq.Workqueue
-		want wq.QueueType
-		str  string
-	}{
-		{mustAlloc(t, "qt-percpu", 0, 1), wq.TypePerCPU, "percpu"},
-		{mustAlloc(t, "qt-unbound", wq.Unbound, 1), wq.TypeUnbound, "unbound"},
-		{o, wq.TypeOrdered, "ordered"},
-	} {
-		if got := c.q.Type(); got != c.want || got.String() != c.str {
-			t.Errorf("%s: Type() = %v (%q), want %v (%q)", c.q.Name(), got, got.String(), c.want, c.str)
-		}
-	}
-	if s := wq.QueueType(9).String(); s != "QueueType(9)" {
-		t.Errorf("QueueType(9).String() = %q", s)
-	}
-}
-
 // moveOffThreadHeld unlocks the calling goroutine from its thread (every
 // lock level) and moves it to another thread, which it keeps occupied by
 // a locked helper goroutine until release is called, so that the caller
@@ -485,4 +421,228 @@ func TestTracerMayCancelItemOnQueueWorkAfterMove(t *testing.T) {
 		t.Errorf("Cancel from the tracer = %v (want false: in transit), Queue = %v (want true)", cancelled.Load(), queued)
 	}
 	waitChan(t, "the item", ran)
+}
+
+// TestObsFtraceRoundTrip: the ftrace text FtraceWriter writes for gowq's
+// events parses back with wqtrace.Parse, the parser used for the kernel
+// captures in testdata/ktrace, giving the four events of each item in
+// order with the workqueue and function names.
+func TestObsFtraceRoundTrip(t *testing.T) {
+	const n = 8
+	q := mustAlloc(t, "obs_trace", wq.PerCPU, 0)
+	var buf bytes.Buffer
+	fw := wqtrace.NewFtraceWriter(&buf)
+	if err := fw.WriteHeader(wqtrace.Header{CPUs: runtime.NumCPU()}); err != nil {
+		t.Fatal(err)
+	}
+	wq.SetTracer(fw)
+	t.Cleanup(func() { wq.SetTracer(nil) })
+	items := make([]*wq.Work, n)
+	for i := range items {
+		items[i] = wq.NewWork(obsTraced)
+		if !q.QueueOn(0, items[i]) {
+			t.Fatal("QueueOn returned false")
+		}
+	}
+	q.Flush()
+	wq.SetTracer(nil)
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	p := wqtrace.NewParser(bytes.NewReader(buf.Bytes()))
+	p.Strict = true
+	var evs []wqtrace.Event
+	for p.Next() {
+		evs = append(evs, p.Event())
+	}
+	if err := p.Err(); err != nil {
+		t.Fatalf("strict parse of gowq's ftrace text: %v", err)
+	}
+	if st := p.Stats(); st.Comments == 0 || st.Malformed != 0 {
+		t.Errorf("parse stats %+v: want the header as comments, nothing malformed", st)
+	}
+	fn := items[0].Func()
+	if fn != "github.com/gowq/wq_test.obsTraced" {
+		t.Errorf("Func() = %q", fn)
+	}
+	kinds := []wqtrace.Kind{wqtrace.QueueWork, wqtrace.ActivateWork, wqtrace.ExecuteStart, wqtrace.ExecuteEnd}
+	for i, w := range items {
+		var mine []wqtrace.Event
+		for _, e := range evs {
+			if e.Work == workAddr(w) {
+				mine = append(mine, e)
+			}
+		}
+		if len(mine) != 4 {
+			t.Fatalf("item %d: %d events, want 4:\n%s", i, len(mine), buf.String())
+		}
+		for j, e := range mine {
+			if e.Kind != kinds[j] {
+				t.Errorf("item %d event %d is %v, want %v", i, j, e.Kind, kinds[j])
+			}
+			if e.Function != fn {
+				t.Errorf("item %d %v: function %q, want %q", i, e.Kind, e.Function, fn)
+			}
+			if j > 0 && e.TimeNs < mine[j-1].TimeNs {
+				t.Errorf("item %d: %v at %d before %v at %d", i, e.Kind, e.TimeNs, mine[j-1].Kind, mine[j-1].TimeNs)
+			}
+			if e.TID <= 0 {
+				t.Errorf("item %d %v: tid %d", i, e.Kind, e.TID)
+			}
+		}
+		qe, start, end := mine[0], mine[2], mine[3]
+		if qe.Workqueue != "obs_trace" || qe.ReqCPU != 0 || qe.TargetCPU != 0 {
+			t.Errorf("item %d queue_work: workqueue %q req_cpu %d cpu %d, want obs_trace 0 0", i, qe.Workqueue, qe.ReqCPU, qe.TargetCPU)
+		}
+		if start.TID != end.TID || start.CPU != 0 || !regexp.MustCompile(`^kworker/0:\d+$`).MatchString(start.Comm) {
+			t.Errorf("item %d: start %+v end %+v: want one kworker/0:N thread on CPU 0", i, start, end)
+		}
+	}
+
+	// The same parser reads the kernel's own capture.
+	f, err := os.Open("testdata/ktrace/idle-plus-fsync.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	kp := wqtrace.NewParser(f)
+	nk := 0
+	for kp.Next() {
+		nk++
+	}
+	if kp.Err() != nil || nk == 0 || kp.Stats().ByKind[wqtrace.ExecuteStart] == 0 {
+		t.Errorf("kernel capture: %d events, err %v, stats %+v", nk, kp.Err(), kp.Stats())
+	}
+}
+
+type obsNopTracer struct{}
+
+func (obsNopTracer) Trace(*wqtrace.Event) {}
+
+func benchWithTracer(b *testing.B, tr wqtrace.Tracer) {
+	if tr != nil {
+		wq.SetTracer(tr)
+		defer wq.SetTracer(nil)
+	}
+	b.Run("queue", func(b *testing.B) { benchQueueOnly(b) })
+	b.Run("roundtrip", benchQueueRoundTrip)
+}
+
+// BenchmarkQueueNoTracer measures queueing with no tracer installed, where
+// each tracepoint costs one atomic load and an untaken branch: the queue
+// call alone (queue) and queue -> execute -> idle (roundtrip).
+func BenchmarkQueueNoTracer(b *testing.B) { benchWithTracer(b, nil) }
+
+// BenchmarkQueueWithTracer is BenchmarkQueueNoTracer with a no-op tracer
+// installed: the events are built and passed to it.
+func BenchmarkQueueWithTracer(b *testing.B) { benchWithTracer(b, obsNopTracer{}) }
+
+// TestPanicInfoWork: the panic handler learns which item panicked.
+func TestPanicInfoWork(t *testing.T) {
+	// Catches a PanicInfo without the item.
+	got := make(chan *wq.Work, 1)
+	q, err := wq.Alloc("lg-panic", wq.Unbound, 1, wq.WithPanicHandler(func(pi wq.PanicInfo) { got <- pi.Work }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Destroy()
+	w := wq.NewWork(func() { panic("x") })
+	q.Queue(w)
+	select {
+	case pw := <-got:
+		if pw != w {
+			t.Fatalf("PanicInfo.Work = %p, want %p", pw, w)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("panic handler not called")
+	}
+}
+
+func obsTraced() {}
+
+func workAddr(w *wq.Work) uintptr { return uintptr(unsafe.Pointer(w)) }
+
+func TestCallbackGoexitAndPanic(t *testing.T) {
+	for _, kind := range []wqtrace.Kind{wqtrace.ExecuteStart, wqtrace.ExecuteEnd, wqtrace.QueueWork, wqtrace.ActivateWork} {
+		for _, mode := range []string{"goexit", "panic"} {
+			t.Run(kind.String()+"/"+mode, func(t *testing.T) {
+				captureErrors(t)
+				q := mustAlloc(t, "cbtrace", wq.PerCPU, 0)
+				tr := &goexitTracer{kind: kind, fn: "TestCallbackGoexitAndPanic", mode: mode}
+				wq.SetTracer(tr)
+				defer wq.SetTracer(nil)
+				var runs atomic.Int32
+				w := wq.NewWork(func() { runs.Add(1) })
+				// Queue from a goroutine: a Goexit in queue_work or
+				// activate_work tracing ends that goroutine.
+				go q.Queue(w)
+				waitFor(t, "tracer fired", func() bool { return tr.fired.Load() > 0 })
+				mustReturn(t, "Flush", func() { w.Flush() })
+				waitFor(t, "item idle", func() bool { return w.Busy() == 0 })
+				// A Goexit in queue_work tracing leaves the item idle (not
+				// queued); otherwise it ran exactly once.
+				want := int32(1)
+				if kind == wqtrace.QueueWork && mode == "goexit" {
+					want = 0
+				}
+				if n := runs.Load(); n != want {
+					t.Errorf("item ran %d times, want %d", n, want)
+				}
+				// The pool still serves.
+				w2 := wq.NewWork(func() {})
+				q.Queue(w2)
+				mustReturn(t, "Flush after", func() { w2.Flush() })
+				// Counters stay exact: each start counted once.
+				if s := q.Stats(); s.Total != int64(want)+1 || s.Infl != 0 {
+					t.Errorf("Stats: total %d infl %d, want total %d infl 0", s.Total, s.Infl, want+1)
+				}
+				mustReturn(t, "Destroy", q.Destroy)
+			})
+		}
+	}
+}
+
+func TestPanicHandlerGoexitAndPanic(t *testing.T) {
+	for _, mode := range []string{"goexit", "panic"} {
+		for _, flags := range []wq.Flags{wq.PerCPU, wq.Unbound, wq.Unbound | wq.MemReclaim} {
+			t.Run(mode+"/"+flags.String(), func(t *testing.T) {
+				wq.SetPanicHandler(func(wq.PanicInfo) {
+					if mode == "goexit" {
+						runtime.Goexit()
+					}
+					panic("handler panic")
+				})
+				defer wq.SetPanicHandler(nil)
+				captureErrors(t)
+				q := mustAlloc(t, "cbpanic", flags, 0)
+				for i := 0; i < 3; i++ {
+					w := wq.NewWork(func() { panic("item") })
+					q.Queue(w)
+					mustReturn(t, "Flush", func() { w.Flush() })
+					waitFor(t, "item idle", func() bool { return w.Busy() == 0 })
+				}
+				mustReturn(t, "queue Flush", q.Flush)
+				if s := q.Stats(); s.Panics != 3 || s.Infl != 0 {
+					t.Errorf("stats: panics %d infl %d", s.Panics, s.Infl)
+				}
+			})
+		}
+	}
+}
+
+func TestErrorHandlerGoexitInItem(t *testing.T) {
+	// The error handler runs on the worker when an item calls its own
+	// CancelSync; a handler that calls Goexit ends the worker like a Goexit
+	// in the item.
+	wq.SetErrorHandler(func(op, fn string, err error) { runtime.Goexit() })
+	defer wq.SetErrorHandler(nil)
+	q := mustAlloc(t, "cberr", wq.PerCPU, 0)
+	for i := 0; i < 3; i++ {
+		var w *wq.Work
+		w = wq.NewWork(func() { w.CancelSync() })
+		q.Queue(w)
+		mustReturn(t, "Flush", func() { w.Flush() })
+	}
+	mustReturn(t, "Destroy", q.Destroy)
 }

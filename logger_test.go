@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gowq/wq"
 	"github.com/gowq/wq/internal/testutil"
@@ -64,26 +63,5 @@ func TestSetLoggerGetsProcessMessages(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("process logger output lacks %q:\n%s", want, out)
 		}
-	}
-}
-
-// TestPanicInfoWork: the panic handler learns which item panicked.
-func TestPanicInfoWork(t *testing.T) {
-	// Catches a PanicInfo without the item.
-	got := make(chan *wq.Work, 1)
-	q, err := wq.Alloc("lg-panic", wq.Unbound, 1, wq.WithPanicHandler(func(pi wq.PanicInfo) { got <- pi.Work }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer q.Destroy()
-	w := wq.NewWork(func() { panic("x") })
-	q.Queue(w)
-	select {
-	case pw := <-got:
-		if pw != w {
-			t.Fatalf("PanicInfo.Work = %p, want %p", pw, w)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("panic handler not called")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -347,4 +348,15 @@ func newPerCPU(t *testing.T, name string, fb *wq.Workqueue, opts ...kthread.Opti
 		}
 	})
 	return s
+}
+
+// counter is a work function that counts its runs and the thread it ran on.
+type counter struct {
+	n   atomic.Int32
+	tid atomic.Int64
+}
+
+func (c *counter) fn() {
+	c.tid.Store(int64(sched.Gettid()))
+	c.n.Add(1)
 }

@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gowq/wq"
 	"github.com/gowq/wq/internal/sched"
 	"github.com/gowq/wq/kthread"
 	"github.com/gowq/wq/kthread/wqfallback"
+	"go.uber.org/goleak"
 )
 
 // workerTIDs returns the thread ids of the set's workers.
@@ -287,4 +290,187 @@ func TestPerCPUOtherWorker(t *testing.T) {
 	}
 	g.open()
 	solo.FlushWorker()
+}
+
+// TestPerCPUDestroyArmedDelayed: delayed items armed directly on a PerCPU
+// set's workers are cancelled by the set's Destroy too, reported, and left
+// idle.
+func TestPerCPUDestroyArmedDelayed(t *testing.T) {
+	s, err := kthread.NewPerCPU("kt-dd-pcpu", wqfallback.Queue(newFallback(t, "kt-dd-pcpu-wq")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dws []*kthread.DelayedWork
+	for _, cpu := range s.CPUs() {
+		for range 2 {
+			dw := kthread.NewDelayedWork(func() {})
+			s.Worker(cpu).QueueDelayedWork(dw, time.Hour)
+			dws = append(dws, dw)
+		}
+	}
+	var derr error
+	within(t, "Destroy", func() { derr = s.Destroy() })
+	if !errors.Is(derr, kthread.ErrDelayedPending) {
+		t.Errorf("Destroy = %v, want ErrDelayedPending", derr)
+	}
+	for i, dw := range dws {
+		if dw.Pending() {
+			t.Errorf("item %d pending after Destroy", i)
+		}
+	}
+}
+
+// A PerCPU set and its default-queue fallback (a goroutine-backed pool)
+// leave no goroutine behind once both are destroyed: the fallback
+// queue's last put marks its pool dead and waits for every worker it
+// started. What can keep such a pool alive is another live queue of the
+// same attributes (it shares the pool); then this test fails at once.
+func TestPerCPUAndDefaultFallbackLeaveNoGoroutine(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	for round := range 5 {
+		q, err := wq.Alloc("kt-leak-fb", wq.Unbound, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := kthread.NewPerCPU("kt-leak", wqfallback.Queue(q))
+		if err != nil {
+			q.Destroy()
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for _, cpu := range s.CPUs() {
+			for range 4 {
+				wg.Add(2)
+				s.Queue(cpu, kthread.NewWork(wg.Done))
+				q.Queue(wq.NewWork(wg.Done))
+			}
+		}
+		within(t, "the items", wg.Wait)
+		within(t, "Destroy", func() {
+			if err := s.Destroy(); err != nil {
+				t.Error(err)
+			}
+			q.Destroy()
+		})
+		if err := goleak.Find(ignore); err != nil {
+			t.Fatalf("round %d: goroutines left after Destroy of the set and its fallback: %v", round, err)
+		}
+	}
+}
+
+// ownFallbackSet is a PerCPU set with the fallback workqueue it allocates
+// itself (wqfallback.Queue(nil)); it skips without the privilege for the
+// fallback's nice -20.
+func ownFallbackSet(t *testing.T, name string) (*kthread.PerCPU, *wq.Workqueue) {
+	t.Helper()
+	s, err := kthread.NewPerCPU(name, wqfallback.Queue(nil))
+	if errors.Is(err, kthread.ErrPermission) {
+		t.Skip("the fallback workqueue (UNBOUND|HIGHPRI) needs nice -20:", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, wqfallback.Workqueue(s.Fallback())
+}
+
+// offCPU is a CPU number with no worker in any set: items queued for it
+// run on the set's fallback.
+const offCPU = 1 << 20
+
+// TestPerCPUDestroyFromOwnFallback: an item running on a PerCPU set's own
+// fallback workqueue calls the set's Destroy. Destroy would destroy that
+// workqueue, which waits for the item: it must return ErrDeadlock and
+// change nothing (the set keeps serving, on its workers and its
+// fallback), and a later Destroy from outside releases everything.
+// Catches a Destroy that returned nil, destroyed the workers and left the
+// fallback workqueue alive with nothing to release it.
+func TestPerCPUDestroyFromOwnFallback(t *testing.T) {
+	errs := captureErrors(t)
+	s, fq := ownFallbackSet(t, "kt-lc-fbdestroy")
+	got := make(chan error, 1)
+	w := kthread.NewWork(func() { got <- s.Destroy() })
+	if !s.Queue(offCPU, w) {
+		t.Fatal("Queue on the fallback = false")
+	}
+	var err error
+	select {
+	case err = <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Destroy from the fallback item did not return")
+	}
+	if !errors.Is(err, kthread.ErrDeadlock) {
+		t.Errorf("Destroy from an item on the set's own fallback = %v, want ErrDeadlock", err)
+	}
+	within(t, "FlushWork", func() { s.FlushWork(w) })
+	if errs.count(kthread.ErrDeadlock) != 1 {
+		t.Errorf("ErrDeadlock reported %d times, want 1: %v", errs.count(kthread.ErrDeadlock), errs.all())
+	}
+	// Nothing changed: the workers and the fallback still run items.
+	for _, cpu := range append(s.CPUs(), offCPU) {
+		var c counter
+		w := kthread.NewWork(c.fn)
+		if !s.Queue(cpu, w) {
+			t.Fatalf("Queue(%d) after the refused Destroy = false", cpu)
+		}
+		within(t, "FlushWork", func() { s.FlushWork(w) })
+		if c.n.Load() != 1 {
+			t.Errorf("item for CPU %d ran %d times after the refused Destroy, want 1", cpu, c.n.Load())
+		}
+	}
+	if s.Worker(s.CPUs()[0]) == nil {
+		t.Error("the set lost its workers")
+	}
+	within(t, "Destroy", func() {
+		if err := s.Destroy(); err != nil {
+			t.Errorf("Destroy from outside: %v", err)
+		}
+	})
+	for _, q := range wq.Queues(false) {
+		if q == fq {
+			t.Errorf("the fallback workqueue %s is still alive after the set's Destroy", fq.Name())
+		}
+	}
+}
+
+// TestPerCPUFallbackSelfWaits: the other waits from inside an item
+// running on a set's fallback: FlushWork and CancelWorkSync of the item
+// itself return (the wait would be for the caller) instead of hanging,
+// and Destroy of a set whose fallback workqueue belongs to the caller
+// (wqfallback.Queue(q)) does not wait for it and succeeds. Catches a wait
+// from inside the fallback that deadlocks.
+func TestPerCPUFallbackSelfWaits(t *testing.T) {
+	captureErrors(t)
+	wq.SetErrorHandler(func(op, fn string, err error) {}) // wq's ErrDeadlock reports
+	t.Cleanup(func() { wq.SetErrorHandler(nil) })
+	s, _ := ownFallbackSet(t, "kt-lc-fbself")
+	defer func() { _ = s.Destroy() }()
+	done := make(chan struct{})
+	var w *kthread.Work
+	w = kthread.NewWork(func() {
+		defer close(done)
+		s.FlushWork(w)
+		s.CancelWorkSync(w)
+	})
+	s.Queue(offCPU, w)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("FlushWork or CancelWorkSync of itself from the fallback hangs")
+	}
+	within(t, "FlushWork", func() { s.FlushWork(w) })
+
+	// A fallback workqueue of the caller's own is left to the caller:
+	// Destroy from one of its items does not wait for it.
+	fq := newFallback(t, "kt-lc-fbuser-wq")
+	s2 := newPerCPU(t, "kt-lc-fbuser", fq)
+	got := make(chan error, 1)
+	s2.Queue(offCPU, kthread.NewWork(func() { got <- s2.Destroy() }))
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Errorf("Destroy from an item on a caller-owned fallback = %v, want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Destroy from an item on a caller-owned fallback hangs")
+	}
 }

@@ -8,12 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/gowq/wq/internal/sched"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // waitFor polls cond for up to 10 s (a bound for a hung test, not a
 // timing goal).

@@ -12,6 +12,120 @@ import (
 	"github.com/gowq/wq/wqtrace"
 )
 
+// TestSelfWorkerAfterGoroutineLeftThread catches a self lookup (selfWorker,
+// onSelf: every self-wait and attribution) that loses a thread worker
+// whose goroutine left its thread, a worker's thread that still answers
+// for it after that, and a goroutine-id record that outlives the retired
+// worker.
+func TestSelfWorkerAfterGoroutineLeftThread(t *testing.T) {
+	q, err := Alloc("self-left-thread", Unbound, 0, Threads())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Destroy()
+	// A live goroutine worker, so that selfWorker looks goroutine ids up
+	// (also under GOWQ_THREADS=1).
+	old := forceThreads.Swap(false)
+	gq, err := Alloc("self-left-thread-g", Unbound, 0)
+	forceThreads.Store(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gq.Destroy()
+	hold, held := make(chan struct{}), make(chan struct{})
+	defer close(hold)
+	if err := gq.Go(func() { close(held); <-hold }); err != nil {
+		t.Fatal(err)
+	}
+	<-held
+	if nGoWorkers.Load() == 0 {
+		t.Fatal("no goroutine worker while a goroutine-backed queue runs an item")
+	}
+	type seen struct {
+		before, self *worker
+		onSelf       bool
+		moved        bool
+	}
+	res := make(chan seen, 1)
+	if err := q.Go(func() {
+		var s seen
+		s.before = selfWorker()
+		s.moved = moveOffThread()
+		s.self = selfWorker()
+		s.onSelf = s.before != nil && s.before.onSelf()
+		res <- s
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s := <-res
+	if s.before == nil || s.before.gch != nil {
+		t.Fatalf("selfWorker on a Threads() queue's worker = %v, want its thread worker", s.before)
+	}
+	if !s.moved {
+		t.Skip("the work function's goroutine did not move to another thread")
+	}
+	if s.self != s.before || !s.onSelf {
+		t.Errorf("after the goroutine left the thread: selfWorker = %p (want the worker %p), onSelf %v (want true)", s.self, s.before, s.onSelf)
+	}
+	// clearIdentity forgets the goroutine in gworkers and then clears goid.
+	testutil.WaitFor(t, "the retired worker's goroutine id to be forgotten", func() bool {
+		return s.before.goid.Load() == 0
+	})
+}
+
+// BenchmarkSelfWorkerLookup measures the self lookups of a caller that is
+// no worker (a Wait that blocks pays one): selfWorker (a goroutine id and
+// a map lookup), the goroutine lookup alone, and the tid registry's
+// lookup (the fallback where goroutine ids cannot be read), with no
+// goroutine worker and with one.
+func BenchmarkSelfWorkerLookup(b *testing.B) {
+	run := func(b *testing.B) {
+		b.Run("selfWorker", func(b *testing.B) {
+			for range b.N {
+				if selfWorker() != nil {
+					b.Fatal("the benchmark goroutine is a worker")
+				}
+			}
+		})
+		b.Run("goroutineLookup", func(b *testing.B) {
+			for range b.N {
+				if gworkers.Self() != nil {
+					b.Fatal("the benchmark goroutine is a worker")
+				}
+			}
+		})
+		b.Run("threadLookup", func(b *testing.B) {
+			for range b.N {
+				if _, ok := workers.Self(); ok {
+					b.Fatal("the benchmark goroutine is a worker")
+				}
+			}
+		})
+	}
+	b.Run("no-goroutine-worker", func(b *testing.B) {
+		if n := nGoWorkers.Load(); n != 0 {
+			b.Skipf("%d goroutine workers left by earlier tests", n)
+		}
+		run(b)
+	})
+	b.Run("goroutine-worker", func(b *testing.B) {
+		old := forceThreads.Swap(false)
+		gq, err := Alloc("bench-self-lookup", Unbound, 0)
+		forceThreads.Store(old)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer gq.Destroy()
+		hold, held := make(chan struct{}), make(chan struct{})
+		defer close(hold)
+		if err := gq.Go(func() { close(held); <-hold }); err != nil {
+			b.Fatal(err)
+		}
+		<-held
+		run(b)
+	})
+}
+
 // spinThreadCPU burns at least d of the calling thread's CPU time.
 func spinThreadCPU(d time.Duration) {
 	c0 := sched.SelfCPUTime()
@@ -93,7 +207,7 @@ func TestCPUTimeOwedToRetiredPwqIsKept(t *testing.T) {
 	if err := q.SetCPUMask([]int{0}); err != nil {
 		t.Skipf("SetCPUMask([0]): %v", err)
 	}
-	var used time.Duration // guarded by the queue's max_active 1 and Flush
+	var used time.Duration // guarded by the queue's max_active 1 and Drain
 	item := func(d time.Duration) func() {
 		return func() {
 			c0 := sched.SelfCPUTime()
@@ -114,7 +228,9 @@ func TestCPUTimeOwedToRetiredPwqIsKept(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	q.Flush()
+	// Drain, not Flush: Flush does not wait for the items the first one
+	// queues after Flush began (flush_workqueue's colors).
+	q.Drain()
 	if err := q.SetNice(19); err != nil { // a new pool; the old pwq retires
 		t.Skipf("SetNice(19): %v", err)
 	}
@@ -223,4 +339,39 @@ func cpuMovedAtStartAttempt(t *testing.T, attempt int) string {
 		t.Errorf("CPUTime %v, more than the process's CPU time %v", got, proc)
 	}
 	return ""
+}
+
+// TestDyingWorkerPassesKickOn: a worker that dies with a kick passes the
+// kick on, so the pool's pending item keeps a worker.
+// Fault caught: relieveThreadPressure removes every idle
+// worker of the other pools, including one a kick has just woken (token
+// given, still on p.idle because it leaves idle only after taking the
+// lock). That worker used to see dying and return from loop without a
+// kick, leaving the pool's pending item with no worker. A dying worker now
+// passes the kick on. The race is narrow: this fails rarely when broken.
+func TestDyingWorkerPassesKickOn(t *testing.T) {
+	q, err := Alloc("rv-relieve", 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Destroy()
+	for i := 0; i < 200; i++ {
+		done := make(chan struct{})
+		w := NewWork(func() { close(done) })
+		q.Queue(w)
+		relieveThreadPressure(nil) // as the mayday timer of a pool at a thread limit does
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			// Un-strand the pool so that Destroy (which flushes) returns:
+			// a second Queue kicks again and creates a worker.
+			kickAllPools()
+			select {
+			case <-done:
+				t.Fatalf("iteration %d: the queued item ran only after the test kicked the pool again: relieveThreadPressure made its kicked idle worker exit (lost wake-up)", i)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("iteration %d: the queued item never ran", i)
+			}
+		}
+	}
 }
