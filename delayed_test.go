@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gowq/wq"
+	"github.com/gowq/wq/wqtrace"
 )
 
 // TestDelayedFlushDuringDrainRunsItem: an item armed before Drain began is
@@ -612,5 +613,48 @@ func TestModDelayedRefusedElsewhereLeavesPendingInstance(t *testing.T) {
 	t.Logf("%d refusals, %d moves", checked, moved)
 	if checked == 0 {
 		t.Skip("ModDelayed was never refused (the item was never seen running on p)")
+	}
+}
+
+// TestDestroyFromTracerQueueWorkOfDelayedItem: the tracer's queue_work
+// runs under no gowq lock (SetTracer forbids queueing, cancelling and
+// flushing only from activate_work). An item ModDelayed queues at once
+// (d = 0), or whose timer fired, is counted as firing on q while it is
+// queued, and so while the tracer runs: a Destroy there would wait in
+// closeTimers for a count its own goroutine holds. Destroy of q from the
+// queue_work of an item bound for q returns ErrDeadlock, as from q's own
+// items, and the item still runs.
+func TestDestroyFromTracerQueueWorkOfDelayedItem(t *testing.T) {
+	for _, mode := range []string{"Queue", "ModDelayed", "timer"} {
+		t.Run(mode, func(t *testing.T) {
+			name := "tr-destroy-" + mode
+			q := allocUnlessHung(t, name)
+			var once atomic.Bool
+			destroyed := make(chan error, 1)
+			wq.SetTracer(tracerFunc(func(ev *wqtrace.Event) {
+				if ev.Kind == wqtrace.QueueWork && ev.Workqueue == name && once.CompareAndSwap(false, true) {
+					destroyed <- q.DestroyContext(context.Background())
+				}
+			}))
+			defer wq.SetTracer(nil)
+			var ran atomic.Int32
+			dw := wq.NewDelayedWork(func() { ran.Add(1) })
+			go func() {
+				switch mode {
+				case "Queue":
+					q.Queue(&dw.Work)
+				case "ModDelayed":
+					q.ModDelayed(dw, 0)
+				case "timer":
+					q.QueueDelayed(dw, time.Millisecond)
+				}
+			}()
+			var err error
+			mustReturn(t, "Destroy from the tracer's queue_work of the "+mode+" item", func() { err = <-destroyed })
+			if !errors.Is(err, wq.ErrDeadlock) {
+				t.Errorf("DestroyContext from the tracer's queue_work = %v, want ErrDeadlock", err)
+			}
+			waitFor(t, "the "+mode+" item's run", func() bool { return ran.Load() == 1 })
+		})
 	}
 }

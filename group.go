@@ -258,9 +258,12 @@ func (g *Group) setErr(err error) {
 func (g *Group) inOwnFunction() bool {
 	if v, ok := transitWork.Load(transitSelf()); ok {
 		// The tracer's queue_work of one of the group's items, on the
-		// goroutine that queues it: the item moves on when it returns.
-		if w := v.(*Work); w.oneShot && goItemOf(w).grp == g {
-			return true
+		// goroutine that queues it (also nested, in a queue_work of an
+		// item the tracer queues): the item moves on when it returns.
+		for r := v.(*transitRec); r != nil; r = r.outer {
+			if w := r.w; w.oneShot && goItemOf(w).grp == g {
+				return true
+			}
 		}
 	}
 	wk := selfWorker()

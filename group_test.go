@@ -824,3 +824,56 @@ func TestGroupWaitFromTracerQueueWorkIsDeadlock(t *testing.T) {
 	}
 	q.Destroy()
 }
+
+// TestGroupWaitFromTracerNestedQueueIsDeadlock: the tracer's queue_work
+// for a group's function may itself queue an item (traced in turn, on
+// the same goroutine), and call Group.Wait after that queue returns
+// ("after") or from the nested item's own queue_work ("inside"). The
+// group's item is still in transit on this goroutine either way: Wait
+// must return an error matching ErrDeadlock, not wait for an item that
+// only this goroutine can move on. Catches a transit record per
+// goroutine that a nested queue_work overwrites or clears on its way out.
+func TestGroupWaitFromTracerNestedQueueIsDeadlock(t *testing.T) {
+	for _, when := range []string{"after", "inside"} {
+		t.Run(when, func(t *testing.T) {
+			name := "grp-tr-nested-" + when
+			q, err := wq.Alloc(name, wq.Unbound, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, _ := q.NewGroup(context.Background())
+			other := wq.NewWork(func() {})
+			var events atomic.Int32
+			waitErr := make(chan error, 1)
+			wq.SetTracer(tracerFunc(func(ev *wqtrace.Event) {
+				if ev.Kind != wqtrace.QueueWork || ev.Workqueue != name {
+					return
+				}
+				switch n := events.Add(1); {
+				case n == 1: // the group's item
+					q.Queue(other) // a nested queue_work on this goroutine
+					if when == "after" {
+						waitErr <- g.Wait()
+					}
+				case n == 2 && when == "inside": // other's, nested
+					waitErr <- g.Wait()
+				}
+			}))
+			defer wq.SetTracer(nil)
+			ran := make(chan struct{})
+			mustReturn(t, "Group.Go whose tracer's queue_work queues an item and calls Group.Wait "+when, func() {
+				g.Go(func(context.Context) error { close(ran); return nil })
+			})
+			wq.SetTracer(nil)
+			if err := <-waitErr; !errors.Is(err, wq.ErrDeadlock) {
+				t.Errorf("Group.Wait from queue_work, %s a nested queue = %v, want an error matching ErrDeadlock", when, err)
+			}
+			waitChan(t, "the group's function", ran)
+			if err := g.Wait(); err != nil {
+				t.Errorf("Group.Wait after = %v, want nil", err)
+			}
+			other.Flush()
+			q.Destroy()
+		})
+	}
+}

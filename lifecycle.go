@@ -211,8 +211,9 @@ func (q *Workqueue) inFlight() int {
 // ErrDestroyed. While it drains, queue calls from outside the queue's own
 // items are refused: Queue reports ErrDraining, and QueueErr, Go and the
 // other error calls return an error matching both ErrDestroyed and
-// ErrDraining. Calling Destroy from one of the queue's own items would
-// deadlock: it reports ErrDeadlock and returns without destroying. A second
+// ErrDraining. Calling Destroy from one of the queue's own items, or from
+// the tracer's queue_work of an item bound for the queue, would deadlock:
+// it reports ErrDeadlock and returns without destroying. A second
 // Destroy waits for the first. It blocks until the queue is drained.
 // See DestroyContext to bound the wait. Mirrors destroy_workqueue().
 func (q *Workqueue) Destroy() {
@@ -228,8 +229,9 @@ func (q *Workqueue) Destroy() {
 // (ErrDraining while the drain runs, ErrDestroyed once destroyed) and
 // arming a delayed item on q is refused. It returns nil once the queue is
 // destroyed, ctx.Err() when ctx ends first, and ErrDeadlock (also reported
-// to the error handler) when called from one of q's own items, which would
-// wait for itself; then nothing is done. After ctx.Err() the queue keeps
+// to the error handler) when called from one of q's own items, or from the
+// tracer's queue_work of an item bound for q, which would wait for
+// itself; then nothing is done. After ctx.Err() the queue keeps
 // refusing new work and finishes its drain on its own (on a goroutine of
 // its own), then releases its pools; a later Destroy or DestroyContext
 // waits for that same drain, and Stats and Queues show the queue until it
@@ -247,7 +249,9 @@ func (q *Workqueue) DestroyContext(ctx context.Context) error {
 	if ctx == nil {
 		return errNilContext // before the destroy begins: nothing changes
 	}
-	if q.isChained() {
+	if q.isChained() || q.inTransitTo() {
+		// From q's own item, or from the tracer's queue_work of an item
+		// bound for q: the destroy would wait for the caller.
 		q.reportError("destroy_workqueue", q.name, ErrDeadlock)
 		return ErrDeadlock
 	}

@@ -154,17 +154,22 @@ func (q *Workqueue) queuePendedErr(reqCPU int, w *Work, k admitKind, plug *wakeP
 			tid := sched.Gettid()
 			self := transitSelf()
 			w.transit.Store(self)
-			transitWork.Store(self, w)
+			// A queue_work nested in the tracer (it queues an item) records
+			// its item over this one, and puts this one back after.
+			outer, _ := transitWork.Load(self)
+			rec := &transitRec{w: w, q: q}
+			rec.outer, _ = outer.(*transitRec)
+			transitWork.Store(self, rec)
 			emit(tr, &wqtrace.Event{Kind: wqtrace.QueueWork, TimeNs: nanotime(), CPU: sched.GetCPU(), TID: tid, Work: w.addr(), Function: w.Func(), Workqueue: q.name, ReqCPU: reqCPU, TargetCPU: target},
 				func() {
-					transitWork.Delete(self)
+					endTransitWork(self, rec)
 					w.transit.Store(0)
 					runtime.UnlockOSThread()
 					w.markCancelled()
 					w.release()
 					cancelGoItem(w)
 				})
-			transitWork.Delete(self)
+			endTransitWork(self, rec)
 			w.transit.Store(0)
 			runtime.UnlockOSThread()
 		}
@@ -210,11 +215,51 @@ func (q *Workqueue) queuePendedErr(reqCPU int, w *Work, k admitKind, plug *wakeP
 	}
 }
 
-// transitWork maps a transitSelf identity to the item it holds in transit
-// while the tracer's queue_work runs on it, so that a wait that only
-// knows its caller (Group.Wait) can tell that it would wait for that
-// item. Written only while a tracer is set.
+// transitWork maps a transitSelf identity to the items it holds in
+// transit while the tracer's queue_work runs on it (a *transitRec: the
+// innermost first, when the tracer queues items itself), so that a wait
+// that only knows its caller (Group.Wait) can tell that it would wait for
+// one of them. Written only while a tracer is set.
 var transitWork sync.Map
+
+// transitRec is one item in transit in a queue_work, and the record of
+// the queue_work it is nested in (nil if none).
+type transitRec struct {
+	w     *Work
+	q     *Workqueue // the queue w is bound for
+	outer *transitRec
+}
+
+// endTransitWork ends rec, self's innermost transit record: the record it
+// is nested in is put back, if any.
+func endTransitWork(self int64, rec *transitRec) {
+	if rec.outer != nil {
+		transitWork.Store(self, rec.outer)
+		return
+	}
+	transitWork.Delete(self)
+}
+
+// inTransitTo reports whether the caller is in the tracer's queue_work of
+// an item bound for q (also nested): a Destroy of q there would wait for
+// the item the caller itself holds (a fired timer's or ModDelayed's
+// instance is counted as firing until queued, and closeTimers waits for
+// it). Only with a tracer set; one map load.
+func (q *Workqueue) inTransitTo() bool {
+	if tracer.Load() == nil {
+		return false
+	}
+	v, ok := transitWork.Load(transitSelf())
+	if !ok {
+		return false
+	}
+	for r := v.(*transitRec); r != nil; r = r.outer {
+		if r.q == q {
+			return true
+		}
+	}
+	return false
+}
 
 // transitSelf is the caller's identity for Work.transit: its goroutine
 // id, or its negated tid where goroutine ids cannot be read.
