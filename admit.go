@@ -15,17 +15,19 @@ import (
 //  2. the function: a nil item, or one without a function, is ErrNoFunc
 //     (the Go layer's calls name themselves in the error);
 //  3. the arguments (a CPU or node that does not exist);
-//  4. PENDING: an item pending already is the kernel's dedup (no error,
-//     no report), a disabled or held one is ErrDisabled;
-//  5. admitPended, with PENDING owned: the lifecycle (checkOpen), another
-//     queue running the item (ErrOtherQueue), MaxPending (admit,
-//     backpressure.go). A refusal there releases PENDING before it
-//     returns.
+//  4. PENDING (pendOn, work.go): an item pending already is the kernel's
+//     dedup (no error, no report), a disabled or held one is ErrDisabled;
+//     one that runs on another queue is refused before PENDING is taken
+//     (the lifecycle first, then ErrOtherQueue; instances.go);
+//  5. admitPended, with PENDING owned: the lifecycle (checkOpen),
+//     MaxPending (admit, backpressure.go). A refusal there releases
+//     PENDING before it returns.
 //
 // The bool calls report a refusal through report, with their operation's
 // name; the error calls return it and report nothing. Steps 1-3 change
-// nothing; ModDelayed, whose grab changes the item, also checks the
-// lifecycle and the other queue before the grab.
+// nothing; ModDelayed, whose grab changes the item, checks the lifecycle
+// and the other queue before the grab, and its grab checks the other
+// queue again where it takes the item (grabFrom).
 
 // admitKind says what an entry brings to q.
 type admitKind uint8
@@ -53,7 +55,7 @@ const (
 	// the grab, let it through: the lifecycle is not checked again (the
 	// instance is already gone from the other queue; a drain or destroy
 	// of q that began since waits for it, as for a Queue that passed its
-	// check), the other queue and MaxPending are, as for admitNew.
+	// check); MaxPending is, as for admitNew.
 	admitMoved
 	// admitMovedArm: admitMoved armed on a timer (ModDelayed with a
 	// delay): as admitArm, without the lifecycle check.
@@ -64,12 +66,6 @@ const (
 // of kind k before it came to admitPended: it comes back, or ModDelayed
 // checked it before its grab.
 func (k admitKind) checked() bool { return k >= admitBack }
-
-// isNew reports whether k brings q a new instance: another queue running
-// the item refuses it.
-func (k admitKind) isNew() bool {
-	return k == admitNew || k == admitArm || k == admitMoved || k == admitMovedArm
-}
 
 // armed reports whether k arms a timer: MaxPending counts the instance
 // when the timer queues it.
@@ -122,9 +118,9 @@ func (q *Workqueue) checkOpen(k admitKind) error {
 }
 
 // admitPended is the admission of an instance of w whose PENDING the
-// caller owns, in order: the lifecycle, another queue running w (new
-// instances), and MaxPending (not while armed). On a refusal it ends the
-// instance (flush
+// caller owns, in order: the lifecycle and MaxPending (not while armed).
+// Another queue running w was checked where PENDING was taken (pendOn,
+// grabFrom; instances.go). On a refusal it ends the instance (flush
 // waiters released, PENDING released) and returns the reason, which the
 // caller returns or reports; it reports nothing itself.
 func (q *Workqueue) admitPended(w *Work, k admitKind) error {
@@ -132,11 +128,6 @@ func (q *Workqueue) admitPended(w *Work, k admitKind) error {
 		w.markCancelled()
 		w.release()
 		return err
-	}
-	if k.isNew() {
-		if err := q.refuseElsewhere(w); err != nil {
-			return err // released by refuseElsewhere (instances.go)
-		}
 	}
 	if k.armed() {
 		return nil // counted when the timer queues it

@@ -260,7 +260,7 @@ func (q *Workqueue) queueWait(ctx context.Context, w *Work) error {
 		}
 	}
 	// A reserved slot (bounded queue) goes to w's instance, or back.
-	if err := w.pend(); err != nil {
+	if err := w.pendOn(q); err != nil {
 		q.unreserve()
 		return err
 	}

@@ -54,8 +54,8 @@ func (q *Workqueue) queueDelayedOn(op string, cpu int, dw *DelayedWork, d time.D
 	if err := q.checkDelayed(cpu, dw); err != nil {
 		return q.result(op, workOf(dw), err)
 	}
-	if !dw.tryPend() {
-		return false
+	if err := dw.pendOn(q); err != nil {
+		return q.result(op, &dw.Work, err) // pending or disabled: false, not reported
 	}
 	return q.result(op, &dw.Work, dw.arm(q, cpu, d, admitNew))
 }
@@ -144,8 +144,8 @@ func (q *Workqueue) modDelayedOn(op string, cpu int, dw *DelayedWork, d time.Dur
 		q.reportError(op, dw.Func(), ErrDeadlock)
 		return false
 	case grabElsewhere:
-		// Started on another queue since the check above and pending
-		// again there: refused, and left pending where it is.
+		// Started on another queue since the check above (and maybe
+		// pending again there): refused, and left as it is.
 		endTransit()
 		q.reportError(op, dw.Func(), q.otherQueueErr(&dw.Work))
 		return false

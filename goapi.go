@@ -58,24 +58,6 @@ type refusal struct {
 func (e *refusal) Error() string   { return e.msg }
 func (e *refusal) Unwrap() []error { return e.errs }
 
-// pend is tryPend with the reason: nil when the caller now owns PENDING
-// (a new instance), errPending when the item was pending, ErrDisabled
-// when it is disabled or held by a sync canceller.
-func (w *Work) pend() error {
-	for {
-		old := w.state.Load()
-		if old&(stPending|stCanceling|stDisableMask) != 0 {
-			if old&stPending != 0 {
-				return errPending
-			}
-			return ErrDisabled
-		}
-		if w.state.CompareAndSwap(old, (old|stPending)+stSeqOne) {
-			return nil
-		}
-	}
-}
-
 // QueueErr is Queue with the reason. It returns (true, nil) when it
 // queued w, and (false, nil) when w was already pending: that is the
 // kernel's dedup, not an error, and the pending instance will run. Every

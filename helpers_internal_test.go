@@ -74,8 +74,8 @@ func pendedItem(t *testing.T) (*Work, chan struct{}) {
 	t.Helper()
 	ran := make(chan struct{}, 1)
 	w := NewWork(func() { ran <- struct{}{} })
-	if !w.tryPend() {
-		t.Fatal("tryPend failed on a new item")
+	if err := w.pendOn(nil); err != nil {
+		t.Fatalf("pendOn of a new item: %v", err)
 	}
 	return w, ran
 }

@@ -15,10 +15,17 @@ import "fmt"
 // kthread does the same for an item busy on another worker
 // (ErrOtherWorker). docs/decisions.md gives the alternatives.
 //
-// The check is one atomic load of the item's runner where the item is
-// queued (admitPended, admit.go; ModDelayed before its grab): the caller owns
-// PENDING by then, so no instance can start anywhere else meanwhile, and
-// a running instance has its runner set before it cleared PENDING.
+// The check is one atomic load of the item's runner, made where an entry
+// takes PENDING for a new instance, before it takes it: between the load
+// of the state and its CAS (pendOn, work.go), or in ModDelayed's grab
+// (grabFrom: before the CAS of an idle item, under the lock that holds a
+// pending one). A running instance has its runner set before it cleared
+// PENDING, so the check sees it; the CAS succeeds only if no one took
+// PENDING since the state was loaded, so no instance started since; and
+// once the caller owns PENDING, none can start anywhere else. A refusal
+// therefore never holds PENDING: a Queue of the item elsewhere meanwhile
+// (a running item requeuing itself) never finds it pending because of a
+// call that then refuses it, which would lose the run it promises.
 
 // runsElsewhere reports whether an instance of w is running now on a
 // worker of a queue other than q.
@@ -31,19 +38,15 @@ func (w *Work) runsElsewhere(q *Workqueue) bool {
 	return rp != nil && rp.wq != q
 }
 
-// refuseElsewhere refuses an instance of w whose PENDING the caller owns
-// when w runs now on another queue: it ends the instance (PENDING
-// released, flush waiters of it released) and returns an error wrapping
-// ErrOtherQueue, for the caller to return or report. Otherwise it returns
-// nil and changes nothing.
+// refuseElsewhere is the refusal of a new instance of w on q while w runs
+// on another queue, for pendOn, which takes nothing: q's lifecycle
+// refusal if q refuses the caller now (admit.go's order puts it first),
+// otherwise an error wrapping ErrOtherQueue, for the caller to return or
+// report.
 func (q *Workqueue) refuseElsewhere(w *Work) error {
-	if !w.runsElsewhere(q) {
-		return nil
+	if err := q.checkOpen(admitNew); err != nil {
+		return err
 	}
-	// Released before anyone reports: an error handler that panics or
-	// calls runtime.Goexit must not leave w pending.
-	w.markCancelled()
-	w.release()
 	return q.otherQueueErr(w)
 }
 

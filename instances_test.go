@@ -1,6 +1,8 @@
 package wq_test
 
 import (
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -207,4 +209,133 @@ func TestCancelSyncNeverBesideAnInstance(t *testing.T) {
 	if n := idleWhileRunning.Load(); n > 0 {
 		t.Errorf("Busy read 0 while an instance ran, %d times", n)
 	}
+}
+
+// TestSelfRequeueKeptWhileRefusedElsewhere: an item on queue A requeues
+// itself from its own function, a bounded number of times, while another
+// goroutine keeps queueing it on queue B (Queue, QueueErr, QueueKeyed,
+// QueueDelayed now and later), each refused with ErrOtherQueue. A
+// self-requeue that returns true, or false without an error (already
+// pending), promises one more run after it: the item must run exactly
+// as many times as its requeues promise, and B must never find it idle
+// (it is pending or running on A from the first Queue to the end of the
+// last run). Catches a refusal made after the entry had taken the
+// item's PENDING: a self-requeue in that window found the item pending
+// and returned false, and the refusal then released the item, so the
+// promised run was lost.
+func TestSelfRequeueKeptWhileRefusedElsewhere(t *testing.T) {
+	const runsWanted = 20000
+	a := mustAlloc(t, "inst-req-a", wq.Unbound, 0)
+	var reports, otherReports atomic.Int64
+	b := mustAlloc(t, "inst-req-b", wq.Unbound, 0, wq.WithErrorHandler(func(op, fn string, err error) {
+		if !errors.Is(err, wq.ErrOtherQueue) {
+			otherReports.Add(1)
+			return
+		}
+		reports.Add(1)
+	}))
+	var (
+		runs      atomic.Int32
+		requeueMu sync.Mutex
+		requeueEr error // the first self-requeue that failed
+		lost      atomic.Bool
+		refusals  atomic.Int64
+	)
+	last := make(chan struct{})
+	hammerDone := make(chan struct{})
+	var dw *wq.DelayedWork
+	var w *wq.Work
+	dw = wq.NewDelayedWork(func() {
+		k := runs.Add(1)
+		if k == runsWanted {
+			close(last)
+			// The last run ends only once B stopped: until then the item
+			// is never idle, and B must never queue it.
+			select {
+			case <-hammerDone:
+			case <-time.After(60 * time.Second):
+			}
+			return
+		}
+		if k > runsWanted {
+			return
+		}
+		if _, err := a.QueueErr(w); err != nil {
+			requeueMu.Lock()
+			if requeueEr == nil {
+				requeueEr = fmt.Errorf("run %d: self-requeue on A: %w", k, err)
+			}
+			requeueMu.Unlock()
+		}
+	})
+	w = &dw.Work
+	if !a.Queue(w) {
+		t.Fatal("first Queue on A = false")
+	}
+	go func() {
+		defer close(hammerDone)
+		for i := 0; ; i++ {
+			stop := false
+			select {
+			case <-last:
+				stop = true // one more call, refused: the last run is on A
+			default:
+			}
+			var queued bool
+			var err error
+			switch i % 5 {
+			case 0:
+				queued = b.Queue(w)
+			case 1:
+				queued, err = b.QueueErr(w)
+			case 2:
+				queued = b.QueueKeyed(uint64(i), w)
+			case 3:
+				queued = b.QueueDelayed(dw, 0)
+			case 4:
+				queued = b.QueueDelayed(dw, time.Hour)
+			}
+			switch {
+			case queued:
+				lost.Store(true)
+				t.Errorf("call %d on B queued the item after run %d of %d: it was idle, so a run its self-requeue promised was lost", i, runs.Load(), runsWanted)
+				return
+			case errors.Is(err, wq.ErrOtherQueue):
+				refusals.Add(1)
+			case err != nil:
+				t.Errorf("QueueErr on B: %v, want ErrOtherQueue or (false, nil)", err)
+			}
+			if stop {
+				return
+			}
+		}
+	}()
+	waitFor(t, "the promised runs", func() bool {
+		if lost.Load() {
+			return true
+		}
+		requeueMu.Lock()
+		defer requeueMu.Unlock()
+		return requeueEr != nil || runs.Load() >= runsWanted
+	})
+	waitChan(t, "B's goroutine", hammerDone)
+	if lost.Load() {
+		dw.CancelSync() // B may have armed it for an hour
+	}
+	mustReturn(t, "Flush", func() { w.Flush() })
+	requeueMu.Lock()
+	if requeueEr != nil {
+		t.Error(requeueEr)
+	}
+	requeueMu.Unlock()
+	if got := runs.Load(); got != runsWanted {
+		t.Errorf("the item ran %d times, want %d (each self-requeue promised one run)", got, runsWanted)
+	}
+	if n := otherReports.Load(); n != 0 {
+		t.Errorf("B reported %d errors other than ErrOtherQueue", n)
+	}
+	if refusals.Load()+reports.Load() == 0 {
+		t.Error("B refused nothing: the test did not race")
+	}
+	t.Logf("B refused %d calls (QueueErr) and reported %d", refusals.Load(), reports.Load())
 }

@@ -30,7 +30,7 @@ import (
 // Disable and DisableSync act on a chained item like on a queued one, and
 // the rest of the chain keeps its order. The head moves from the chain to
 // the workqueue in transit (unlinked, then queued by the completer, which
-// waits for nobody), exactly like an item between tryPend and insert.
+// waits for nobody), exactly like an item between pendOn and insert.
 //
 // Flush accounting: every keyed instance has a flush color of its shard
 // from QueueKeyed until it is done, like a pwq's items, so
@@ -136,7 +136,10 @@ func (q *Workqueue) QueueKeyed(key uint64, w *Work) bool {
 	if w == nil || w.fn == nil {
 		return q.result(op, w, ErrNoFunc)
 	}
-	if !w.tryPend() {
+	if err := w.pendOn(q); err != nil {
+		if err != errPending && err != ErrDisabled {
+			return q.result(op, w, err) // w runs on another queue (instances.go)
+		}
 		// Pending (or disabled, or held): dedup, as Queue. A keyed
 		// instance in flight under another key is a conflict.
 		if ks := w.kst.Load(); ks != nil && ks.conflicts(w, q, key) {

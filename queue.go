@@ -93,7 +93,11 @@ func (q *Workqueue) queueOnErr(cpu int, w *Work, plug *wakePlug) error {
 	if w == nil || w.fn == nil {
 		return ErrNoFunc
 	}
-	if err := w.pend(); err != nil {
+	err := w.pendFast() // pendOn, its common cases inlined
+	if err == errPendSlow {
+		err = w.pendOn(q)
+	}
+	if err != nil {
 		return err
 	}
 	return q.queuePendedErr(cpu, w, admitNew, plug)

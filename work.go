@@ -2,6 +2,7 @@ package wq
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -153,17 +154,53 @@ func (w *Work) Func() string {
 // addr is the item's identity in events and dumps.
 func (w *Work) addr() uintptr { return uintptr(unsafe.Pointer(w)) }
 
-// tryPend sets PENDING if the item is neither pending nor disabled, starting
-// a new instance. It is the test_and_set_bit(WORK_STRUCT_PENDING_BIT) of
-// queue_work_on.
-func (w *Work) tryPend() bool {
+// pendFast is pendOn's common cases, small enough to be inlined into the
+// queue path (queueOnErr): errPending for an item already pending, nil
+// when it took PENDING of an idle item that runs nowhere (the exact
+// check of pendOn, with the runner nil), and errPendSlow otherwise (a
+// disabled or held item, one running, a CAS lost): the caller then
+// calls pendOn.
+func (w *Work) pendFast() error {
+	old := w.state.Load()
+	if old&stPending != 0 {
+		return errPending
+	}
+	if old&(stCanceling|stDisableMask) == 0 && w.runner.Load() == nil && w.state.CompareAndSwap(old, (old|stPending)+stSeqOne) {
+		return nil
+	}
+	return errPendSlow
+}
+
+// errPendSlow is pendFast's answer when pendOn must decide.
+var errPendSlow = errors.New("wq: pendOn decides")
+
+// pendOn sets PENDING for a new instance of w on q, as the
+// test_and_set_bit(WORK_STRUCT_PENDING_BIT) of queue_work_on does. It
+// returns nil when the caller now owns PENDING, errPending when w was
+// pending (the kernel's dedup), ErrDisabled when it is disabled or held
+// by a sync canceller, and, while w runs on a queue other than q, the
+// refusal of refuseElsewhere (instances.go), with nothing taken.
+//
+// The other queue is checked between the load of the state and its CAS,
+// so that a refusal never holds PENDING: a Queue of w elsewhere meanwhile
+// (a running item requeuing itself) would find w pending, return false,
+// and lose its run when the refusal released it. The CAS succeeds only
+// if no one took PENDING since the load (every take bumps the sequence),
+// so no instance can have started since the check: it is exact.
+func (w *Work) pendOn(q *Workqueue) error {
 	for {
 		old := w.state.Load()
 		if old&(stPending|stCanceling|stDisableMask) != 0 {
-			return false
+			if old&stPending != 0 {
+				return errPending
+			}
+			return ErrDisabled
+		}
+		if w.runsElsewhere(q) {
+			return q.refuseElsewhere(w)
 		}
 		if w.state.CompareAndSwap(old, (old|stPending)+stSeqOne) {
-			return true
+			return nil
 		}
 	}
 }
@@ -215,11 +252,13 @@ func (w *Work) grab() grabResult {
 
 // grabFrom is grab that also returns, for grabPending, the queue the
 // instance was pending on: armed on, chained under one of its keys, or
-// on one of its pwqs. With to non-nil (ModDelayed to to), a pending
-// instance is left where it is while w runs on a queue other than to
-// (grabElsewhere; instances.go), checked under the lock that holds the
-// instance: the caller's own check, made before, cannot see an instance
-// that started since and was queued again.
+// on one of its pwqs. With to non-nil (ModDelayed to to), nothing is
+// taken while w runs on a queue other than to (grabElsewhere;
+// instances.go): a pending instance is left where it is, checked under
+// the lock that holds it, and an idle item is left idle, checked before
+// the CAS that would take it (as pendOn does). The caller's own check,
+// made before, cannot see an instance that started since, and once the
+// grab owns PENDING none can start.
 func (w *Work) grabFrom(to *Workqueue) (grabResult, *Workqueue) {
 	for spins := 0; ; spins++ {
 		old := w.state.Load()
@@ -227,6 +266,9 @@ func (w *Work) grabFrom(to *Workqueue) (grabResult, *Workqueue) {
 			return grabHeld, nil
 		}
 		if old&stPending == 0 {
+			if to != nil && w.runsElsewhere(to) {
+				return grabElsewhere, nil // checked before the CAS, as pendOn does
+			}
 			if w.state.CompareAndSwap(old, (old|stPending)+stSeqOne) {
 				return grabIdle, nil
 			}
