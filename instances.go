@@ -28,14 +28,23 @@ import "fmt"
 // call that then refuses it, which would lose the run it promises.
 
 // runsElsewhere reports whether an instance of w is running now on a
-// worker of a queue other than q.
+// worker of a queue other than q. The runner's pwq counts only if the
+// runner still runs w after it was read: a worker that ended w and took
+// an item of another queue between the two loads would otherwise refuse
+// an item that runs nowhere, or on q. The runner can be the same worker
+// again only for a new instance, which took PENDING: callers that check
+// an idle item compare its state after the check (pendOn, grabFrom).
 func (w *Work) runsElsewhere(q *Workqueue) bool {
-	r := w.runner.Load()
-	if r == nil {
-		return false
+	for {
+		r := w.runner.Load()
+		if r == nil {
+			return false
+		}
+		rp := r.curPwq.Load()
+		if w.runner.Load() == r {
+			return rp != nil && rp.wq != q
+		}
 	}
-	rp := r.curPwq.Load()
-	return rp != nil && rp.wq != q
 }
 
 // refuseElsewhere is the refusal of a new instance of w on q while w runs
