@@ -15,11 +15,13 @@ import "fmt"
 // kthread does the same for an item busy on another worker
 // (ErrOtherWorker). docs/decisions.md gives the alternatives.
 //
-// The check is one atomic load of the item's runner, made where an entry
+// The check loads the item's runner and that worker's pwq (confirmed by
+// a second load of the runner: runsElsewhere), made where an entry
 // takes PENDING for a new instance, before it takes it: between the load
 // of the state and its CAS (pendOn, work.go), or in ModDelayed's grab
 // (grabFrom: before the CAS of an idle item, under the lock that holds a
-// pending one). A running instance has its runner set before it cleared
+// pending one); an idle item is refused only if its state did not change
+// since the check. A running instance has its runner set before it cleared
 // PENDING, so the check sees it; the CAS succeeds only if no one took
 // PENDING since the state was loaded, so no instance started since; and
 // once the caller owns PENDING, none can start anywhere else. A refusal
