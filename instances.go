@@ -15,11 +15,13 @@ import "fmt"
 // kthread does the same for an item busy on another worker
 // (ErrOtherWorker). docs/decisions.md gives the alternatives.
 //
-// The check is one atomic load of the item's runner, made where an entry
+// The check loads the item's runner and that worker's pwq (confirmed by
+// a second load of the runner: runsElsewhere), made where an entry
 // takes PENDING for a new instance, before it takes it: between the load
 // of the state and its CAS (pendOn, work.go), or in ModDelayed's grab
 // (grabFrom: before the CAS of an idle item, under the lock that holds a
-// pending one). A running instance has its runner set before it cleared
+// pending one); an idle item is refused only if its state did not change
+// since the check. A running instance has its runner set before it cleared
 // PENDING, so the check sees it; the CAS succeeds only if no one took
 // PENDING since the state was loaded, so no instance started since; and
 // once the caller owns PENDING, none can start anywhere else. A refusal
@@ -28,14 +30,23 @@ import "fmt"
 // call that then refuses it, which would lose the run it promises.
 
 // runsElsewhere reports whether an instance of w is running now on a
-// worker of a queue other than q.
+// worker of a queue other than q. The runner's pwq counts only if the
+// runner still runs w after it was read: a worker that ended w and took
+// an item of another queue between the two loads would otherwise refuse
+// an item that runs nowhere, or on q. The runner can be the same worker
+// again only for a new instance, which took PENDING: callers that check
+// an idle item compare its state after the check (pendOn, grabFrom).
 func (w *Work) runsElsewhere(q *Workqueue) bool {
-	r := w.runner.Load()
-	if r == nil {
-		return false
+	for {
+		r := w.runner.Load()
+		if r == nil {
+			return false
+		}
+		rp := r.curPwq.Load()
+		if w.runner.Load() == r {
+			return rp != nil && rp.wq != q
+		}
 	}
-	rp := r.curPwq.Load()
-	return rp != nil && rp.wq != q
 }
 
 // refuseElsewhere is the refusal of a new instance of w on q while w runs

@@ -339,3 +339,58 @@ func TestSelfRequeueKeptWhileRefusedElsewhere(t *testing.T) {
 	}
 	t.Logf("B refused %d calls (QueueErr) and reported %d", refusals.Load(), reports.Load())
 }
+
+// TestQueueNeverRefusedForItsOwnQueue: items queued only on queue A,
+// again and again, while queue B's items keep the shared unbound pool's
+// workers busy, are never refused with ErrOtherQueue. Catches a check of
+// the other queue that read the item's runner, then the runner's pwq,
+// while the worker ended the item and took one of B's between the two
+// loads. The window is a few instructions: without -race this failed 4
+// runs in 6 on the unfixed check (1 to 4 refusals in 13M-26M calls);
+// under -race it was not seen to fail.
+func TestQueueNeverRefusedForItsOwnQueue(t *testing.T) {
+	a := mustAlloc(t, "inst-own-a", wq.Unbound, 0)
+	b := mustAlloc(t, "inst-own-b", wq.Unbound, 0)
+	var stop atomic.Bool
+	var bws []*wq.Work
+	for range 8 {
+		var bw *wq.Work
+		bw = wq.NewWork(func() {
+			if !stop.Load() {
+				b.Queue(bw)
+			}
+		})
+		bws = append(bws, bw)
+		b.Queue(bw)
+	}
+	var (
+		bad, calls atomic.Int64
+		first      atomic.Value
+		wg         sync.WaitGroup
+	)
+	deadline := time.Now().Add(2 * time.Second)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := wq.NewWork(func() {})
+			for time.Now().Before(deadline) {
+				_, err := a.QueueErr(w)
+				calls.Add(1)
+				if errors.Is(err, wq.ErrOtherQueue) {
+					bad.Add(1)
+					first.CompareAndSwap(nil, err.Error())
+				}
+			}
+			w.Flush()
+		}()
+	}
+	mustReturn(t, "the queuers and the Flush of their items", wg.Wait)
+	stop.Store(true)
+	for _, bw := range bws {
+		mustReturn(t, "CancelSync of B's item", func() { bw.CancelSync() })
+	}
+	if n := bad.Load(); n != 0 {
+		t.Errorf("%d of %d QueueErr calls on A refused with ErrOtherQueue (first: %v); the items were only ever queued on A", n, calls.Load(), first.Load())
+	}
+}

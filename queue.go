@@ -244,11 +244,9 @@ func endTransitWork(self int64, rec *transitRec) {
 // an item bound for q (also nested): a Destroy of q there would wait for
 // the item the caller itself holds (a fired timer's or ModDelayed's
 // instance is counted as firing until queued, and closeTimers waits for
-// it). Only with a tracer set; one map load.
+// it). One map load; not skipped when no tracer is set, since a tracer
+// may remove itself (SetTracer(nil)) before it destroys the queue.
 func (q *Workqueue) inTransitTo() bool {
-	if tracer.Load() == nil {
-		return false
-	}
 	v, ok := transitWork.Load(transitSelf())
 	if !ok {
 		return false

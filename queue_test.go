@@ -1,6 +1,8 @@
 package wq_test
 
 import (
+	"context"
+	"errors"
 	"runtime"
 	"slices"
 	"sync/atomic"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/gowq/wq"
 	"github.com/gowq/wq/internal/sched"
+	"github.com/gowq/wq/wqtrace"
 )
 
 func TestQueueRunsAndReturns(t *testing.T) {
@@ -186,4 +189,32 @@ func TestZeroAllocQueue(t *testing.T) {
 		}
 	}
 	idle()
+}
+
+// TestDestroyFromTracerThatRemovedItself: a tracer may remove itself
+// (SetTracer(nil)) in its queue_work, before it destroys the queue the
+// item is bound for: the item, counted as firing on q (ModDelayed with
+// no delay), is still held by the caller, so the Destroy must still
+// return ErrDeadlock rather than wait for it.
+func TestDestroyFromTracerThatRemovedItself(t *testing.T) {
+	const name = "tr-destroy-unset"
+	q := allocUnlessHung(t, name)
+	var once atomic.Bool
+	destroyed := make(chan error, 1)
+	wq.SetTracer(tracerFunc(func(ev *wqtrace.Event) {
+		if ev.Kind == wqtrace.QueueWork && ev.Workqueue == name && once.CompareAndSwap(false, true) {
+			wq.SetTracer(nil)
+			destroyed <- q.DestroyContext(context.Background())
+		}
+	}))
+	defer wq.SetTracer(nil)
+	var ran atomic.Int32
+	dw := wq.NewDelayedWork(func() { ran.Add(1) })
+	go q.ModDelayed(dw, 0)
+	var err error
+	mustReturn(t, "Destroy from the queue_work of a tracer that removed itself", func() { err = <-destroyed })
+	if !errors.Is(err, wq.ErrDeadlock) {
+		t.Errorf("DestroyContext from the tracer's queue_work = %v, want ErrDeadlock", err)
+	}
+	waitFor(t, "the item's run", func() bool { return ran.Load() == 1 })
 }

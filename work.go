@@ -197,6 +197,9 @@ func (w *Work) pendOn(q *Workqueue) error {
 			return ErrDisabled
 		}
 		if w.runsElsewhere(q) {
+			if w.state.Load() != old {
+				continue // taken since: the runner seen may run a newer instance
+			}
 			return q.refuseElsewhere(w)
 		}
 		if w.state.CompareAndSwap(old, (old|stPending)+stSeqOne) {
@@ -267,6 +270,9 @@ func (w *Work) grabFrom(to *Workqueue) (grabResult, *Workqueue) {
 		}
 		if old&stPending == 0 {
 			if to != nil && w.runsElsewhere(to) {
+				if w.state.Load() != old {
+					continue // taken since, as in pendOn
+				}
 				return grabElsewhere, nil // checked before the CAS, as pendOn does
 			}
 			if w.state.CompareAndSwap(old, (old|stPending)+stSeqOne) {
