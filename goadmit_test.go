@@ -75,19 +75,9 @@ func defaultQueueLimitChild(off bool) {
 		wq.SetGoSlotsOff(true)
 	}
 	const n = 48
-	var done atomic.Int64
-	t0 := time.Now()
-	for range n {
-		q.Go(func() {
-			ts := unix.Timespec{Nsec: 300e6}
-			for unix.Nanosleep(&ts, &ts) == unix.EINTR {
-			}
-			done.Add(1)
-		})
-	}
-	childWait(60*time.Second, "the blocking items", func() bool { return done.Load() == n })
+	took := runSleepers(q, n, 300*time.Millisecond)
 	n0, _ := threadsOf(os.Getpid())
-	fmt.Printf("goslots: %d items of 300 ms in a system call ran in %v; %d threads\n", n, time.Since(t0).Round(time.Millisecond), n0)
+	fmt.Printf("goslots: %d items of 300 ms in a system call ran in %v; %d threads\n", n, took, n0)
 	q.Destroy()
 	fmt.Println("LIMIT-CHILD-OK")
 }
@@ -208,21 +198,30 @@ func nprocStartChild() {
 			fmt.Println("LIMIT-CHILD-SKIP: the default queue is not goroutine-backed (GOWQ_THREADS, or a niced process)")
 			return
 		}
-		var done atomic.Int64
-		t0 := time.Now()
-		for range n {
-			q.Go(func() {
-				ts := unix.Timespec{Nsec: 20e6}
-				for unix.Nanosleep(&ts, &ts) == unix.EINTR {
-				}
-				done.Add(1)
-			})
-		}
-		childWait(60*time.Second, "the blocking items", func() bool { return done.Load() == n })
+		took := runSleepers(q, n, 20*time.Millisecond)
 		th, _ := threadsOf(os.Getpid())
 		fmt.Printf("nproc-start: round %d: %d items of 20 ms in a system call ran in %v; %d threads, RLIMIT_NPROC %d\n",
-			r, n, time.Since(t0).Round(time.Millisecond), th, lim.Cur)
+			r, n, took, th, lim.Cur)
 		q.Destroy()
 	}
 	fmt.Println("LIMIT-CHILD-OK")
+}
+
+// runSleepers queues n items on q that each enter nanosleep(d) at once (a
+// blocking system call, no Go wait first), waits up to 60 s for all of
+// them in a limit test's child (childWait), and returns how long they
+// took, rounded to the ms.
+func runSleepers(q *wq.Workqueue, n int, d time.Duration) time.Duration {
+	var done atomic.Int64
+	t0 := time.Now()
+	for range n {
+		q.Go(func() {
+			ts := unix.NsecToTimespec(int64(d))
+			for unix.Nanosleep(&ts, &ts) == unix.EINTR {
+			}
+			done.Add(1)
+		})
+	}
+	childWait(60*time.Second, "the blocking items", func() bool { return done.Load() == int64(n) })
+	return time.Since(t0).Round(time.Millisecond)
 }
